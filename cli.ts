@@ -1,0 +1,107 @@
+// The one CLI: `start` runs every role on embedded defaults; `api`, `ingest`, `aggregator`, `worker`
+// run one role each; `migrate` applies migrations and exits; `tenant create` adds a tenant.
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig } from './core/config.ts'
+import { createTenant } from './api/tenants/service.ts'
+import type { NewTenant } from './api/tenants/service.ts'
+import { openDeps } from './infra/deps.ts'
+import { migrate } from './infra/migrate.ts'
+import { ROLE_NAMES, startRoles, type RoleName } from './roles.ts'
+
+const USAGE = `usage: meterbill <command>
+
+commands:
+  start                 every role in one process (embedded engines unless configured)
+  api | ingest | aggregator | worker
+                        one role
+  migrate               apply migrations and exit
+  tenant create --name NAME
+                        create a tenant with production and sandbox environments; prints its admin key
+
+configuration is read from the environment: see README.md`
+
+const say = (line: string): void => {
+  process.stderr.write(`${line}\n`)
+}
+
+function printTenant(t: NewTenant, heading: string): void {
+  say(heading)
+  say(`  tenant:      ${t.tenantId}`)
+  say(`  production:  ${t.environments.production}`)
+  say(`  sandbox:     ${t.environments.sandbox}`)
+  // The key itself goes to stdout, alone on its line, so scripts can capture it.
+  say('  admin API key for production (shown once, store it now):')
+  process.stdout.write(`${t.apiKey}\n`)
+}
+
+async function serve(roles: readonly RoleName[]): Promise<void> {
+  const config = loadConfig()
+  const running = await startRoles(config, roles)
+  const { deps } = running
+  if (running.bootstrap) printTenant(running.bootstrap, 'first start: created a tenant')
+  say(`meterbill ${roles.join('+')} running: postgres=${deps.engines.postgres} clickhouse=${deps.engines.clickhouse} kafka=${config.kafkaBrokers ? config.kafkaBrokers.join(',') : 'off (direct mode)'}`)
+  if (running.port !== undefined) say(`listening on http://127.0.0.1:${running.port}  (health: /v1/health, API docs: /v1/openapi.json)`)
+
+  let stopping = false
+  const shutdown = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    say(`${signal}: stopping`)
+    running.stop().then(
+      () => process.exit(0),
+      (err) => {
+        say(`error while stopping: ${(err as Error).message}`)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGINT', () => shutdown('SIGINT'))
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+}
+
+async function runMigrate(): Promise<void> {
+  const deps = await openDeps(loadConfig())
+  try {
+    const applied = await migrate(deps.sql, deps.ch)
+    say(`postgres: ${applied.postgres.length ? applied.postgres.join(', ') : 'up to date'}`)
+    say(`clickhouse: ${applied.clickhouse.length ? applied.clickhouse.join(', ') : 'up to date'}`)
+  } finally {
+    await deps.close()
+  }
+}
+
+async function runTenant(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args, options: { name: { type: 'string' } }, allowPositionals: true })
+  if (positionals[0] !== 'create' || !values.name) throw new UsageError('usage: meterbill tenant create --name NAME')
+  const deps = await openDeps(loadConfig())
+  try {
+    await migrate(deps.sql, deps.ch)
+    printTenant(await createTenant(deps, values.name), `created tenant ${values.name}`)
+  } finally {
+    await deps.close()
+  }
+}
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv
+  if (command === 'start') return serve(ROLE_NAMES)
+  if ((ROLE_NAMES as readonly string[]).includes(command)) return serve([command as RoleName])
+  if (command === 'migrate') return runMigrate()
+  if (command === 'tenant') return runTenant(rest)
+  if (command === undefined || command === 'help' || command === '--help') {
+    say(USAGE)
+    return
+  }
+  throw new UsageError(`unknown command "${command}"\n\n${USAGE}`)
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof ConfigError || err instanceof UsageError) {
+    say(err.message)
+    process.exit(2)
+  }
+  say(`fatal: ${(err as Error)?.stack ?? String(err)}`)
+  process.exit(1)
+})

@@ -1,0 +1,124 @@
+// Configuration comes from the environment, validated once at start. A bad value stops
+// start-up with a message that names the variable.
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  databaseUrl?: string
+  clickhouse?: { url: string; user: string; password: string; database: string }
+  /** Database used on the embedded chDB as on a server, so the same unqualified SQL runs on both. */
+  clickhouseDatabase: string
+  kafkaBrokers?: string[]
+  kafkaTopic: string
+  bootstrapApiKey?: string
+  logLevel: LogLevel
+  /** Largest request body accepted, in bytes. */
+  maxBodyBytes: number
+  /** Requests per second allowed per API key (token bucket; burst is twice this). */
+  rateLimitPerSecond: number
+  /** How far in the future an event timestamp may lie, in milliseconds. */
+  maxEventFutureMs: number
+  /** How long an event id is remembered for deduplication, in days. */
+  dedupWindowDays: number
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`invalid configuration: ${variable} ${reason}`)
+    this.name = 'ConfigError'
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`)
+  const n = Number(raw)
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
+  return n
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const raw = env[name]?.trim()
+  if (!raw) return undefined
+  let parsed: URL
+  try {
+    parsed = new URL(raw)
+  } catch {
+    throw new ConfigError(name, `is not a URL: "${raw}"`)
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`)
+  }
+  return raw
+}
+
+function identifier(env: Env, name: string, fallback: string): string {
+  const raw = env[name]?.trim() || fallback
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(raw)) throw new ConfigError(name, `must be a plain identifier, got "${raw}"`)
+  return raw
+}
+
+function topic(env: Env, name: string, fallback: string): string {
+  const raw = env[name]?.trim() || fallback
+  if (!/^[A-Za-z0-9._-]{1,200}$/.test(raw)) throw new ConfigError(name, `must be a Kafka topic name, got "${raw}"`)
+  return raw
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`)
+
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'])
+  const clickhouseUrl = url(env, 'CLICKHOUSE_URL', ['http:', 'https:'])
+  const clickhouseDatabase = identifier(env, 'CLICKHOUSE_DATABASE', 'meterbill')
+
+  let kafkaBrokers: string[] | undefined
+  const brokers = env.KAFKA_BROKERS?.trim()
+  if (brokers) {
+    kafkaBrokers = brokers.split(',').map((b) => b.trim())
+    for (const b of kafkaBrokers) {
+      if (!/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(b)) throw new ConfigError('KAFKA_BROKERS', `entry "${b}" is not host:port`)
+    }
+  }
+
+  const bootstrapApiKey = env.BOOTSTRAP_API_KEY?.trim() || undefined
+  if (bootstrapApiKey !== undefined && (bootstrapApiKey.length < 32 || /\s/.test(bootstrapApiKey))) {
+    throw new ConfigError('BOOTSTRAP_API_KEY', 'must be at least 32 characters without spaces')
+  }
+
+  const dataDir = env.DATA_DIR?.trim() || './data'
+
+  return {
+    port: int(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST?.trim() || '0.0.0.0',
+    dataDir,
+    databaseUrl,
+    clickhouse: clickhouseUrl
+      ? {
+          url: clickhouseUrl,
+          user: env.CLICKHOUSE_USER ?? 'default',
+          password: env.CLICKHOUSE_PASSWORD ?? '',
+          database: clickhouseDatabase,
+        }
+      : undefined,
+    clickhouseDatabase,
+    kafkaBrokers,
+    kafkaTopic: topic(env, 'KAFKA_TOPIC', 'usage-events'),
+    bootstrapApiKey,
+    logLevel,
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 1000, 1, 1_000_000),
+    maxEventFutureMs: int(env, 'EVENT_MAX_FUTURE_SECONDS', 300, 0, 31 * 86400) * 1000,
+    dedupWindowDays: int(env, 'DEDUP_WINDOW_DAYS', 35, 35, 3650),
+  }
+}

@@ -1,0 +1,33 @@
+// What every role's code is handed: configuration, the engines, a logger and the clock.
+// Nothing in the domain code knows whether an engine is embedded or a server.
+import type { Config } from '../core/config.ts'
+import { systemClock, type Clock } from '../core/clock.ts'
+import { openClickHouse, type ClickHouse } from './clickhouse.ts'
+import { createLogger, type Logger } from './logger.ts'
+import { openPostgres, type Postgres, type Sql } from './postgres.ts'
+
+export interface Deps {
+  config: Config
+  sql: Sql
+  ch: ClickHouse
+  logger: Logger
+  clock: Clock
+  engines: { postgres: Postgres['kind']; clickhouse: ClickHouse['kind'] }
+  close(): Promise<void>
+}
+
+export async function openDeps(config: Config, options: { clock?: Clock; logger?: Logger } = {}): Promise<Deps> {
+  const logger = options.logger ?? createLogger(config.logLevel)
+  const [pg, ch] = await Promise.all([openPostgres(config), openClickHouse(config)])
+  return {
+    config,
+    sql: pg.sql,
+    ch,
+    logger,
+    clock: options.clock ?? systemClock,
+    engines: { postgres: pg.kind, clickhouse: ch.kind },
+    close: async () => {
+      await Promise.allSettled([pg.close(), ch.close()])
+    },
+  }
+}

@@ -1,0 +1,68 @@
+// Starts the roles of the program in this process: `start` runs them all on embedded defaults,
+// each role also runs alone for deployments that scale out.
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Config } from './core/config.ts'
+import type { Clock } from './core/clock.ts'
+import { createApp } from './api/app.ts'
+import { apiRoutes } from './api/routes.ts'
+import { startLastUsedFlusher } from './api/keys/service.ts'
+import { bootstrapIfEmpty, type NewTenant } from './api/tenants/service.ts'
+import { openDeps, type Deps } from './infra/deps.ts'
+import type { Logger } from './infra/logger.ts'
+import { migrate } from './infra/migrate.ts'
+import { jobs } from './worker/jobs.ts'
+import { startScheduler } from './worker/scheduler.ts'
+
+export const ROLE_NAMES = ['api', 'ingest', 'aggregator', 'worker'] as const
+export type RoleName = (typeof ROLE_NAMES)[number]
+
+export interface Running {
+  deps: Deps
+  port?: number
+  bootstrap?: NewTenant
+  stop(): Promise<void>
+}
+
+export async function startRoles(
+  config: Config,
+  roles: readonly RoleName[],
+  options: { logger?: Logger; clock?: Clock } = {},
+): Promise<Running> {
+  const deps = await openDeps(config, options)
+  const stops: (() => Promise<void>)[] = []
+  try {
+    const applied = await migrate(deps.sql, deps.ch)
+    if (applied.postgres.length + applied.clickhouse.length > 0) deps.logger.info(applied, 'migrations applied')
+    const bootstrap = await bootstrapIfEmpty(deps)
+
+    let port: number | undefined
+    if (roles.includes('api') || roles.includes('ingest')) {
+      const routes = roles.includes('api') ? apiRoutes : []
+      const app = createApp(deps, routes)
+      const server: Server = await new Promise((resolve, reject) => {
+        const s = app.listen(config.port, config.host, () => resolve(s))
+        s.once('error', reject)
+      })
+      server.requestTimeout = 60_000
+      port = (server.address() as AddressInfo).port
+      stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      stops.push(startLastUsedFlusher(deps))
+    }
+    if (roles.includes('worker')) stops.push(startScheduler(deps, jobs))
+
+    return {
+      deps,
+      port,
+      bootstrap,
+      stop: async () => {
+        for (const stop of stops.reverse()) await stop().catch((err) => deps.logger.warn({ err }, 'while stopping'))
+        await deps.close()
+      },
+    }
+  } catch (err) {
+    for (const stop of stops.reverse()) await stop().catch(() => {})
+    await deps.close()
+    throw err
+  }
+}

@@ -1,0 +1,61 @@
+// Scheduled jobs (node-cron) with one leader per job across processes, taken as a lease in Postgres.
+// A job reports progress; the CLI and POST /v1/jobs/{name}/run show it.
+import cron from 'node-cron'
+import { randomUUID } from 'node:crypto'
+import { AppError } from '../core/errors.ts'
+import type { Deps } from '../infra/deps.ts'
+
+export type Progress = (done: number, total: number, note?: string) => void
+
+export interface Job {
+  name: string
+  /** node-cron expression, e.g. '*\/5 * * * *'. */
+  schedule: string
+  /** How long one run may hold the lease. */
+  leaseMs: number
+  run(deps: Deps, progress: Progress): Promise<Record<string, unknown>>
+}
+
+const holder = `${process.pid}-${randomUUID()}`
+
+async function acquire(deps: Deps, job: Job): Promise<boolean> {
+  const until = new Date(Date.now() + job.leaseMs)
+  const rows = await deps.sql`INSERT INTO job_leases (name, holder, expires_at) VALUES (${job.name}, ${holder}, ${until})
+    ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+    WHERE job_leases.expires_at < now() OR job_leases.holder = EXCLUDED.holder
+    RETURNING name`
+  return rows.length === 1
+}
+
+async function release(deps: Deps, job: Job, summary: Record<string, unknown>): Promise<void> {
+  await deps.sql`UPDATE job_leases SET expires_at = now(), last_run_at = now(), last_summary = ${deps.sql.json(summary as never)}
+    WHERE name = ${job.name} AND holder = ${holder}`
+}
+
+/** Runs a job now if no other process holds it; answers `invalid_operation` when one does. */
+export async function runJob(deps: Deps, job: Job, progress: Progress = () => {}): Promise<Record<string, unknown>> {
+  if (!(await acquire(deps, job))) throw new AppError('invalid_operation', `job ${job.name} is already running elsewhere`, { job: job.name })
+  let summary: Record<string, unknown> = {}
+  try {
+    summary = await job.run(deps, progress)
+    return summary
+  } catch (err) {
+    summary = { error: (err as Error).message }
+    throw err
+  } finally {
+    await release(deps, job, summary)
+  }
+}
+
+export function startScheduler(deps: Deps, jobs: Job[]): () => Promise<void> {
+  const tasks = jobs.map((job) =>
+    cron.schedule(job.schedule, () => {
+      runJob(deps, job).catch((err) => {
+        if (!(err instanceof AppError)) deps.logger.error({ err, job: job.name }, 'scheduled job failed')
+      })
+    }),
+  )
+  return async () => {
+    for (const t of tasks) await t.stop()
+  }
+}
