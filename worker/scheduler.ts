@@ -16,25 +16,26 @@ export interface Job {
   run(deps: Deps, progress: Progress): Promise<Record<string, unknown>>
 }
 
-const holder = `${process.pid}-${randomUUID()}`
-
-async function acquire(deps: Deps, job: Job): Promise<boolean> {
+/** Takes the lease when it is free or expired; answers the holder token, or undefined when another run holds it. */
+async function acquire(deps: Deps, job: Job): Promise<string | undefined> {
+  const holder = `${process.pid}-${randomUUID()}`
   const until = new Date(Date.now() + job.leaseMs)
   const rows = await deps.sql`INSERT INTO job_leases (name, holder, expires_at) VALUES (${job.name}, ${holder}, ${until})
     ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-    WHERE job_leases.expires_at < now() OR job_leases.holder = EXCLUDED.holder
+    WHERE job_leases.expires_at < now()
     RETURNING name`
-  return rows.length === 1
+  return rows.length === 1 ? holder : undefined
 }
 
-async function release(deps: Deps, job: Job, summary: Record<string, unknown>): Promise<void> {
+async function release(deps: Deps, job: Job, holder: string, summary: Record<string, unknown>): Promise<void> {
   await deps.sql`UPDATE job_leases SET expires_at = now(), last_run_at = now(), last_summary = ${deps.sql.json(summary as never)}
     WHERE name = ${job.name} AND holder = ${holder}`
 }
 
 /** Runs a job now if no other process holds it; answers `invalid_operation` when one does. */
 export async function runJob(deps: Deps, job: Job, progress: Progress = () => {}): Promise<Record<string, unknown>> {
-  if (!(await acquire(deps, job))) throw new AppError('invalid_operation', `job ${job.name} is already running elsewhere`, { job: job.name })
+  const holder = await acquire(deps, job)
+  if (!holder) throw new AppError('invalid_operation', `job ${job.name} is already running elsewhere`, { job: job.name })
   let summary: Record<string, unknown> = {}
   try {
     summary = await job.run(deps, progress)
@@ -43,7 +44,7 @@ export async function runJob(deps: Deps, job: Job, progress: Progress = () => {}
     summary = { error: (err as Error).message }
     throw err
   } finally {
-    await release(deps, job, summary)
+    await release(deps, job, holder, summary)
   }
 }
 
