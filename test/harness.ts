@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../core/config.ts'
 import type { Clock } from '../core/clock.ts'
 import { createTenant, type NewTenant } from '../api/tenants/service.ts'
 import { startRoles, type RoleName, type Running } from '../roles.ts'
+import { seedEmbeddedPostgres } from './global-setup.ts'
 
 export interface HttpResult<T = any> {
   status: number
@@ -34,6 +35,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   const env: Record<string, string> = { LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1' }
   for (const name of PASS_THROUGH) if (process.env[name]) env[name] = process.env[name]!
   env.DATA_DIR = mkdtempSync(join(tmpdir(), 'meterbill-test-'))
+  seedEmbeddedPostgres(env.DATA_DIR)
   // A database of its own per test process when running on a ClickHouse server.
   env.CLICKHOUSE_DATABASE = `meterbill_test_${process.pid}`
   return loadConfig({ ...env, ...overrides })

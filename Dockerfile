@@ -1,0 +1,10 @@
+# One image for every role: the command picks the role (start | api | ingest | aggregator | worker | migrate).
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY . .
+EXPOSE 8080
+ENTRYPOINT ["node", "bin/meterbill.js"]
+CMD ["start"]
