@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Local Kafka for development and CI: a real single-node KRaft broker, run from
+# Apache Kafka jars that Maven fetches from Maven Central (no Docker, no tarball),
+# listening on 127.0.0.1 only. Runtime files live in $SERVICES_DIR (default .services/).
+#
+#   bash scripts/services.sh [start|stop|status|env]     (npm run services -- stop)
+#   eval "$(bash scripts/services.sh)"                   # start + export KAFKA_BROKERS
+#
+# Only `export` lines go to stdout so the output can be eval'ed; messages go to stderr.
+# Topics are not created here: the application ensures its own topics at start.
+set -euo pipefail
+
+# Newest 4.x release that resolves from Maven Central and passes the kafkajs 2.2.4
+# check (see docs/decisions.md).
+KAFKA_VERSION="${KAFKA_VERSION:-4.3.1}"
+KAFKA_PORT="${KAFKA_PORT:-9092}"
+KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
+START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" # node resolves kafkajs from ./node_modules
+SERVICES_DIR="${SERVICES_DIR:-$ROOT/.services}"
+KDIR="$SERVICES_DIR/kafka"
+LIBS="$KDIR/libs-$KAFKA_VERSION" # per version, so changing KAFKA_VERSION refetches
+DATA="$KDIR/data"
+CONF="$KDIR/server.properties"
+PIDFILE="$KDIR/kafka.pid"
+
+say() { echo "services: $*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+print_env() { echo "export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"; }
+
+# Loopback connect succeeds only if something listens on the port.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Prints the pid of *our* broker if it is alive (a stale pid file may name a reused pid).
+running_pid() {
+  local pid
+  pid="$(cat "$PIDFILE" 2>/dev/null)" || return 1
+  [[ -n $pid ]] && ps -ww -o args= -p "$pid" 2>/dev/null | grep -qF "kafka.Kafka $CONF" && echo "$pid"
+}
+
+# Same JVM setup for the broker and the storage tool, so both log to kafka.log.
+JAVA_ARGS=(-Djava.awt.headless=true -Dkafka.logs.dir="$KDIR"
+  -Dlog4j2.configurationFile="$ROOT/scripts/kafka/log4j2.properties" -cp "$LIBS/*")
+
+# A real request, not just an open port: the socket opens before the broker can serve.
+broker_ready() {
+  node -e '
+    const { Kafka, logLevel } = require("kafkajs");
+    const admin = new Kafka({ brokers: [process.argv[1]], logLevel: logLevel.NOTHING,
+      connectionTimeout: 1000, requestTimeout: 3000, retry: { retries: 0 } }).admin();
+    admin.connect().then(() => admin.listTopics())
+      .then(() => process.exit(0), () => process.exit(1));' "127.0.0.1:$KAFKA_PORT"
+}
+
+fail_start() {
+  say "ERROR: $1. Last lines of $KDIR/kafka.log:"
+  tail -n 40 "$KDIR/kafka.log" >&2 2>/dev/null || true
+  if [[ -s $KDIR/kafka.out ]]; then say "JVM output ($KDIR/kafka.out):"; tail -n 20 "$KDIR/kafka.out" >&2; fi
+  exit 1
+}
+
+wait_ready() {
+  local pid=$1 deadline=$((SECONDS + START_TIMEOUT))
+  until broker_ready; do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$PIDFILE"; fail_start "the broker exited during startup"; }
+    ((SECONDS < deadline)) || fail_start "the broker (pid $pid, still running) did not answer on 127.0.0.1:$KAFKA_PORT within ${START_TIMEOUT}s"
+    sleep 1
+  done
+}
+
+fetch_jars() {
+  [[ -f $LIBS/.complete ]] && return
+  say "fetching Kafka $KAFKA_VERSION jars from Maven Central (first run only)..."
+  rm -rf "$LIBS" "$LIBS.tmp" && mkdir -p "$KDIR"
+  mvn -B -f "$ROOT/scripts/kafka/pom.xml" dependency:copy-dependencies -Dkafka.version="$KAFKA_VERSION" \
+    -DincludeScope=runtime -DoutputDirectory="$LIBS.tmp" >"$KDIR/mvn.log" 2>&1 || {
+    grep -E 'ERROR|WARN' "$KDIR/mvn.log" | head -n 20 >&2
+    die "mvn could not fetch the Kafka $KAFKA_VERSION jars (full output: $KDIR/mvn.log)"
+  }
+  # Rename last, so an interrupted download is never mistaken for a complete one.
+  touch "$LIBS.tmp/.complete" && mv "$LIBS.tmp" "$LIBS"
+}
+
+start() {
+  local pid
+  for tool in java mvn node; do
+    command -v "$tool" >/dev/null || die "$tool not found (needs Java 17+, Maven 3, Node 20+)"
+  done
+  node -e 'require.resolve("kafkajs")' 2>/dev/null || die "kafkajs not found in node_modules: run npm ci first"
+
+  if pid="$(running_pid)"; then
+    grep -qF "PLAINTEXT://127.0.0.1:$KAFKA_PORT," "$CONF" ||
+      die "our broker (pid $pid) runs with other ports ($CONF); run '$0 stop' first"
+    wait_ready "$pid" # it may still be booting from a concurrent/earlier start
+    say "kafka already running (pid $pid) on 127.0.0.1:$KAFKA_PORT"
+    print_env
+    return
+  fi
+  for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+    ! port_open "$port" || die "127.0.0.1:$port is already in use by another process, not by our broker" \
+      "(pid file $PIDFILE). Stop that process or choose other ports with KAFKA_PORT / KAFKA_CONTROLLER_PORT."
+  done
+
+  fetch_jars
+  mkdir -p "$DATA"
+  sed -e "s|@KAFKA_PORT@|$KAFKA_PORT|g" -e "s|@KAFKA_CONTROLLER_PORT@|$KAFKA_CONTROLLER_PORT|g" \
+    -e "s|@DATA_DIR@|$DATA|g" "$ROOT/scripts/kafka/server.properties" >"$CONF"
+
+  # Format once; later starts reuse the data (formatting again would fail anyway).
+  if [[ ! -f $DATA/meta.properties ]]; then
+    say "formatting KRaft storage in $DATA"
+    java "${JAVA_ARGS[@]}" kafka.tools.StorageTool format -c "$CONF" \
+      -t "$(java "${JAVA_ARGS[@]}" kafka.tools.StorageTool random-uuid)" >&2
+  fi
+
+  say "starting Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT (log: $KDIR/kafka.log)"
+  # Own session (setsid), so the broker outlives this script and its terminal / CI step.
+  local detach=nohup
+  command -v setsid >/dev/null && detach=setsid
+  "$detach" java -Xmx512m "${JAVA_ARGS[@]}" kafka.Kafka "$CONF" >"$KDIR/kafka.out" 2>&1 </dev/null 9>&- &
+  pid=$!
+  echo "$pid" >"$PIDFILE"
+  wait_ready "$pid"
+  say "kafka ready (pid $pid; this run took ${SECONDS}s)"
+  print_env
+}
+
+stop() {
+  local pid
+  if ! pid="$(running_pid)"; then
+    rm -f "$PIDFILE"
+    say "kafka is not running"
+    return
+  fi
+  say "stopping kafka (pid $pid)"
+  kill -TERM "$pid"
+  for _ in $(seq 60); do # a clean shutdown flushes logs; it usually takes a few seconds
+    kill -0 "$pid" 2>/dev/null || { rm -f "$PIDFILE"; say "stopped"; return; }
+    sleep 0.5
+  done
+  say "kafka did not stop within 30s; sending SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$PIDFILE"
+}
+
+status() {
+  local pid
+  if pid="$(running_pid)" && port_open "$KAFKA_PORT"; then
+    echo "kafka: running (pid $pid, 127.0.0.1:$KAFKA_PORT, data $DATA)"
+  elif [[ -n ${pid:-} ]]; then
+    echo "kafka: starting or unhealthy (pid $pid, port $KAFKA_PORT not answering)"
+    return 1
+  else
+    echo "kafka: not running"
+    return 1
+  fi
+}
+
+# Serialize start/stop, so two concurrent callers cannot launch two brokers.
+if [[ ${1:-start} =~ ^(start|stop)$ ]] && command -v flock >/dev/null; then
+  mkdir -p "$KDIR"
+  exec 9>"$KDIR/lock"
+  flock -w 180 9 || die "timed out waiting for another services.sh holding $KDIR/lock"
+fi
+
+case "${1:-start}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  env) print_env ;;
+  *) die "usage: $0 [start|stop|status|env]" ;;
+esac
