@@ -31,10 +31,26 @@ export interface KeyView extends Omit<store.ApiKeyRow, 'revoked_at'> {
   user_type: string
 }
 
-const view = (row: store.ApiKeyRow): KeyView => {
-  const { revoked_at: _revoked, ...rest } = row
-  return { ...rest, provider: 'meterbill', user_type: 'service_account' }
-}
+// Built field by field, so a column added to the table never reaches the wire by accident.
+const view = (row: store.ApiKeyRow): KeyView => ({
+  id: row.id,
+  tenant_id: row.tenant_id,
+  environment_id: row.environment_id,
+  name: row.name,
+  display_id: row.display_id,
+  roles: row.roles,
+  type: row.type,
+  provider: 'meterbill',
+  user_type: 'service_account',
+  expires_at: row.expires_at,
+  last_used_at: row.last_used_at,
+  status: row.status,
+  metadata: row.metadata,
+  created_at: row.created_at,
+  created_by: row.created_by,
+  updated_at: row.updated_at,
+  updated_by: row.updated_by,
+})
 
 const unauthenticated = (message: string): AppError =>
   new AppError('permission_denied', message, { header: 'x-api-key' }, { status: 401 })
