@@ -13,6 +13,10 @@ import type { Logger } from './infra/logger.ts'
 import { migrate } from './infra/migrate.ts'
 import { jobs } from './worker/jobs.ts'
 import { startScheduler } from './worker/scheduler.ts'
+import { ingestRoutes } from './ingest/routes.ts'
+import { startIntake } from './ingest/start.ts'
+import { startBackfillLoop } from './aggregator/backfill.ts'
+import { startAggregator } from './aggregator/consumer.ts'
 
 export const ROLE_NAMES = ['api', 'ingest', 'aggregator', 'worker'] as const
 export type RoleName = (typeof ROLE_NAMES)[number]
@@ -38,7 +42,9 @@ export async function startRoles(
 
     let port: number | undefined
     if (roles.includes('api') || roles.includes('ingest')) {
-      const routes = roles.includes('api') ? apiRoutes : []
+      const routes = [...(roles.includes('api') ? apiRoutes : []), ...(roles.includes('ingest') ? ingestRoutes : [])]
+      // Pushed before the server's stop, so it runs after it: the last accepted events are written.
+      if (roles.includes('ingest')) stops.push(await startIntake(deps))
       const app = createApp(deps, routes)
       const server: Server = await new Promise((resolve, reject) => {
         const s = app.listen(config.port, config.host, () => resolve(s))
@@ -50,6 +56,9 @@ export async function startRoles(
       stops.push(startLastUsedFlusher(deps))
     }
     if (roles.includes('worker')) stops.push(startScheduler(deps, jobs))
+    if (roles.includes('api') || roles.includes('worker')) stops.push(startBackfillLoop(deps))
+    // In direct mode the ingest role writes to ClickHouse itself: there is nothing to consume.
+    if (roles.includes('aggregator') && deps.kafka) stops.push(await startAggregator(deps, deps.kafka))
 
     return {
       deps,

@@ -1,6 +1,23 @@
 // The billing API's routes, one list per domain.
 import type { Route } from './http/route.ts'
+import { creditGrantRoutes } from './credits/routes.ts'
+import { customerRoutes } from './customers/routes.ts'
+import { entitlementRoutes } from './entitlements/routes.ts'
 import { environmentRoutes } from './environments/routes.ts'
+import { featureRoutes } from './features/routes.ts'
 import { keyRoutes } from './keys/routes.ts'
+import { addonRoutes, planRoutes } from './offerings/routes.ts'
+import { priceRoutes } from './prices/routes.ts'
+import { subscriptionRoutes } from './subscriptions/routes.ts'
+import { groupRoutes } from './groups/routes.ts'
+import { meterRoutes } from './meters/routes.ts'
+import { eventRoutes } from './events/routes.ts'
+import { usageRoutes } from './usage/routes.ts'
+import { walletRoutes } from './wallets/routes.ts'
+import { couponRoutes } from './coupons/routes.ts'
+import { creditNoteRoutes } from './creditnotes/routes.ts'
+import { invoiceRoutes } from './invoices/routes.ts'
+import { jobRoutes } from './jobs/routes.ts'
+import { taxRoutes } from './taxes/routes.ts'
 
-export const apiRoutes: Route[] = [...environmentRoutes, ...keyRoutes]
+export const apiRoutes: Route[] = [...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...jobRoutes]

@@ -1,26 +1,31 @@
-// `npm run bench`: runs every bench/*.bench.ts in its own process, one after another (each may
-// open chDB, which allows one data directory per process), and prints what each reports.
-// Each bench writes its own section of BENCHMARKS.md.
-import { spawnSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+// `npm run bench`: runs every bench/*.bench.ts in its own process (each opens its own embedded engines)
+// and writes their sections, with the machine and the date, to BENCHMARKS.md.
+import { execFileSync } from 'node:child_process'
+import { cpus, loadavg, totalmem, release } from 'node:os'
+import { readdirSync, writeFileSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 
-const dir = import.meta.dirname
-const only = process.argv.slice(2)
-const files = readdirSync(dir)
-  .filter((f) => f.endsWith('.bench.ts'))
-  .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
-  .sort()
+const dir = fileURLToPath(new URL('.', import.meta.url))
+const root = join(dir, '..')
+const out = join(root, 'BENCHMARKS.md')
+const only = process.argv[2]
+const files = readdirSync(dir).filter((f) => f.endsWith('.bench.ts') && (!only || f.includes(only))).sort()
 
-if (files.length === 0) {
-  console.error('no benchmarks found')
-  process.exit(1)
+const cpu = cpus()
+writeFileSync(
+  out,
+  `# Benchmarks\n\nWritten by \`npm run bench\` (bench/run.ts). Machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ` +
+    `${Math.round(totalmem() / 2 ** 30)} GiB RAM, Linux ${release()}, Node ${process.version}. ` +
+    `Date: ${new Date().toISOString()}. Load average at start: ${loadavg().map((l) => l.toFixed(1)).join(', ')} (other work on the machine skews ` +
+    `every number). Embedded engines (PGlite, chDB) unless noted; load generator on the same machine.\n\n`,
+)
+for (const f of files) {
+  process.stderr.write(`bench: ${f}\n`)
+  try {
+    execFileSync(process.execPath, ['--import', 'tsx', join(dir, f)], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, BENCH_OUT: out }, cwd: root })
+  } catch (err) {
+    writeFileSync(out, `${readFileSync(out, 'utf8')}## ${f}\n\nFailed: ${(err as Error).message.split('\n')[0]}\n\n`)
+  }
 }
-
-let failed = 0
-for (const file of files) {
-  console.error(`\n=== ${file}`)
-  const run = spawnSync(process.execPath, ['--import', 'tsx', join(dir, file)], { stdio: 'inherit' })
-  if (run.status !== 0) failed++
-}
-process.exit(failed === 0 ? 0 : 1)
+process.stderr.write(`bench: wrote ${out}\n`)

@@ -1,5 +1,7 @@
 // Configuration comes from the environment, validated once at start. A bad value stops
 // start-up with a message that names the variable.
+import { CREDIT_NOTE_NUMBER_TEMPLATE, formatNumber, INVOICE_NUMBER_TEMPLATE } from './billing/numbering.ts'
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
 export interface Config {
@@ -22,6 +24,14 @@ export interface Config {
   maxEventFutureMs: number
   /** How long an event id is remembered for deduplication, in days. */
   dedupWindowDays: number
+  /** Usage batches (direct mode and the Kafka consumer): at most this many events, bytes, or this long a wait. */
+  batch: { maxRows: number; maxBytes: number; lingerMs: number }
+  /** Direct mode: events waiting for a write beyond this are refused with 503 instead of queued. */
+  maxPendingEvents: number
+  /** How long after a meter's change its backfill starts: batches resolved before the change settle first. */
+  backfillSettleMs: number
+  /** Invoicing: drafts wait this long for late events before the billing run finalizes them; number templates. */
+  invoicing: { graceMs: number; invoiceNumberTemplate: string; creditNoteNumberTemplate: string }
 }
 
 export class ConfigError extends Error {
@@ -74,6 +84,16 @@ function topic(env: Env, name: string, fallback: string): string {
   return raw
 }
 
+function numberTemplate(env: Env, name: string, fallback: string): string {
+  const raw = env[name]?.trim() || fallback
+  try {
+    formatNumber(raw, 1, new Date(0))
+  } catch (err) {
+    throw new ConfigError(name, `is not a number template: ${(err as Error).message}`)
+  }
+  return raw
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`)
@@ -120,5 +140,17 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 1000, 1, 1_000_000),
     maxEventFutureMs: int(env, 'EVENT_MAX_FUTURE_SECONDS', 300, 0, 31 * 86400) * 1000,
     dedupWindowDays: int(env, 'DEDUP_WINDOW_DAYS', 35, 35, 3650),
+    batch: {
+      maxRows: int(env, 'BATCH_MAX_ROWS', 10_000, 1, 1_000_000),
+      maxBytes: int(env, 'BATCH_MAX_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      lingerMs: int(env, 'BATCH_LINGER_MS', 20, 0, 60_000),
+    },
+    maxPendingEvents: int(env, 'INGEST_MAX_PENDING_EVENTS', 200_000, 1000, 100_000_000),
+    backfillSettleMs: int(env, 'METER_BACKFILL_SETTLE_SECONDS', 10, 0, 3600) * 1000,
+    invoicing: {
+      graceMs: int(env, 'INVOICE_GRACE_PERIOD_MINUTES', 60, 0, 30 * 1440) * 60_000,
+      invoiceNumberTemplate: numberTemplate(env, 'INVOICE_NUMBER_TEMPLATE', INVOICE_NUMBER_TEMPLATE),
+      creditNoteNumberTemplate: numberTemplate(env, 'CREDIT_NOTE_NUMBER_TEMPLATE', CREDIT_NOTE_NUMBER_TEMPLATE),
+    },
   }
 }

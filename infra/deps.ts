@@ -3,6 +3,7 @@
 import type { Config } from '../core/config.ts'
 import { systemClock, type Clock } from '../core/clock.ts'
 import { openClickHouse, type ClickHouse } from './clickhouse.ts'
+import { openKafka, type KafkaHandle } from './kafka.ts'
 import { createLogger, type Logger } from './logger.ts'
 import { openPostgres, type Postgres, type Sql } from './postgres.ts'
 
@@ -13,12 +14,15 @@ export interface Deps {
   logger: Logger
   clock: Clock
   engines: { postgres: Postgres['kind']; clickhouse: ClickHouse['kind'] }
+  /** Present when KAFKA_BROKERS is set (Kafka mode); absent in direct mode. */
+  kafka?: KafkaHandle
   close(): Promise<void>
 }
 
 export async function openDeps(config: Config, options: { clock?: Clock; logger?: Logger } = {}): Promise<Deps> {
   const logger = options.logger ?? createLogger(config.logLevel)
   const [pg, ch] = await Promise.all([openPostgres(config), openClickHouse(config)])
+  const kafka = config.kafkaBrokers ? openKafka({ ...config, kafkaBrokers: config.kafkaBrokers }) : undefined
   return {
     config,
     sql: pg.sql,
@@ -26,8 +30,9 @@ export async function openDeps(config: Config, options: { clock?: Clock; logger?
     logger,
     clock: options.clock ?? systemClock,
     engines: { postgres: pg.kind, clickhouse: ch.kind },
+    kafka,
     close: async () => {
-      await Promise.allSettled([pg.close(), ch.close()])
+      await Promise.allSettled([pg.close(), ch.close(), kafka?.close()])
     },
   }
 }

@@ -13,10 +13,22 @@ export interface OutboundEvent {
 }
 
 export async function recordEvent(db: Db, scope: Scope, event: OutboundEvent): Promise<string> {
-  const id = newId('evt')
-  const payload = { event_type: event.eventType, ...event.payload }
-  await db`INSERT INTO webhook_events (id, tenant_id, environment_id, event_type, entity_type, entity_id, payload)
-    VALUES (${id}, ${scope.tenantId}, ${scope.environmentId}, ${event.eventType}, ${event.entityType ?? null},
-            ${event.entityId ?? null}, ${db.json(payload as never)})`
+  const [id] = await recordEvents(db, scope, [event])
   return id
+}
+
+/** Several events of one scope in one statement (a billing run announces its invoices page by page). */
+export async function recordEvents(db: Db, scope: Scope, events: OutboundEvent[]): Promise<string[]> {
+  if (events.length === 0) return []
+  const rows = events.map((event) => ({
+    id: newId('evt'),
+    tenant_id: scope.tenantId,
+    environment_id: scope.environmentId,
+    event_type: event.eventType,
+    entity_type: event.entityType ?? null,
+    entity_id: event.entityId ?? null,
+    payload: db.json({ event_type: event.eventType, ...event.payload } as never),
+  }))
+  await db`INSERT INTO webhook_events ${db(rows as never, 'id', 'tenant_id', 'environment_id', 'event_type', 'entity_type', 'entity_id', 'payload')}`
+  return rows.map((r) => r.id)
 }

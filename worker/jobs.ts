@@ -1,4 +1,21 @@
 // The scheduled jobs the worker role runs. Each domain adds its jobs here.
+import { advanceSubscriptions } from '../api/subscriptions/lifecycle.ts'
+import { processCreditGrants } from '../api/credits/service.ts'
+import { checkBalanceAlerts, expireWalletCredits } from '../api/wallets/service.ts'
+import { markOverdue, runBilling } from '../api/invoices/run.ts'
 import type { Job } from './scheduler.ts'
 
-export const jobs: Job[] = []
+export const jobs: Job[] = [
+  // Starts, trial ends, scheduled cancellations and period ends, every minute.
+  { name: 'subscription-lifecycle', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await advanceSubscriptions(deps)) }) },
+  // Credits past their expiry_date leave their wallets (balances already leave them out by date).
+  { name: 'wallet-credit-expiry', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await expireWalletCredits(deps)) }) },
+  // Credit grant applications: every due period of every grant, exactly once, oldest first (rule 14).
+  { name: 'credit-grant-applications', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
+  // Due billing points get their invoices (catch-up in order); drafts past their grace period are finalized.
+  { name: 'billing-run', schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
+  // invoice.payment.overdue once per finalized invoice still owing after its due date.
+  { name: 'invoice-overdue', schedule: '0 2 * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await markOverdue(deps)) }) },
+  // Ongoing-balance and feature wallet-balance alerts: usage moves them without a ledger change.
+  { name: 'wallet-balance-alerts', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await checkBalanceAlerts(deps)) }) },
+]

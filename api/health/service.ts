@@ -26,6 +26,8 @@ export async function checkHealth(deps: Deps): Promise<Health> {
     probe(deps.engines.clickhouse, () => deps.ch.client.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then((r) => r.json())).then(
       (s): [string, EngineState] => ['clickhouse', s],
     ),
+    // Kafka only in Kafka mode: direct mode has no broker to be down.
+    ...(deps.kafka ? [probe('kafka', () => deps.kafka!.ping()).then((s): [string, EngineState] => ['kafka', s])] : []),
   ])
   const engines = Object.fromEntries(entries)
   return { status: entries.every(([, s]) => s.status === 'ok') ? 'ok' : 'degraded', engines }

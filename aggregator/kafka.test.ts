@@ -1,0 +1,129 @@
+// Kafka mode on a real broker: intake replies after the ack, the aggregator stores every event once
+// through a crash between insert and commit, a replay of the whole topic, resent ids with other
+// timestamps and dead records; the per-minute views agree with a raw recount.
+import { Kafka, logLevel } from 'kafkajs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startHarness, type Harness } from '../test/harness.ts'
+import { kafkaBrokers } from '../test/kafka.ts'
+import { readyMeter, send, usage, type TestEvent } from '../test/usage-helpers.ts'
+import { meterUsage } from '../api/usage/service.ts'
+import { consumerGroup, startAggregator } from './consumer.ts'
+
+const brokers = await kafkaBrokers()
+const topic = `usage-events-test-${process.pid}-${Date.now()}`
+let h: Harness
+let count: string
+let sum: string
+let stopAggregator: (() => Promise<void>) | undefined
+
+const RANGE = { start_time: '2024-07-01T00:00:00Z', end_time: '2024-08-01T00:00:00Z' }
+const events = (prefix: string, n: number, customers: number): TestEvent[] =>
+  Array.from({ length: n }, (_, i) => ({
+    id: `${prefix}-${i}`,
+    customer: `c${i % customers}`,
+    at: new Date(Date.UTC(2024, 6, 1 + (i % 28), i % 24, i % 60, i % 60, i % 1000)).toISOString(),
+    props: { n: (i % 7) + 0.25 },
+  }))
+const expectedSum = (n: number) => Array.from({ length: n }, (_, i) => (i % 7) + 0.25).reduce((a, b) => a + b, 0)
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
+
+const total = async (meter: string, customer?: string) =>
+  (await usage(h, { meter_id: meter, ...RANGE, ...(customer ? { external_customer_id: customer } : {}) })).value
+
+describe.skipIf(!brokers)('Kafka mode', () => {
+  beforeAll(async () => {
+    // The aggregator is started by the tests themselves, so that they can crash and restart it.
+    h = await startHarness({ roles: ['api', 'ingest'], env: { KAFKA_BROKERS: brokers!, KAFKA_TOPIC: topic, METER_BACKFILL_SETTLE_SECONDS: '0', BATCH_MAX_ROWS: '500' } })
+    count = await readyMeter(h, { name: 'count', event_name: 'job', aggregation: { type: 'COUNT' } })
+    sum = await readyMeter(h, { name: 'sum', event_name: 'job', aggregation: { type: 'SUM', field: 'n' } })
+  })
+  afterAll(async () => {
+    await stopAggregator?.()
+    await h?.stop()
+  })
+
+  it('reports the broker in /v1/health', async () => {
+    const health = await h.http('GET', '/v1/health', { key: null })
+    expect(health.body.engines.kafka).toEqual({ kind: 'kafka', status: 'ok' })
+  })
+
+  it('stores each event once although the aggregator dies between insert and commit', async () => {
+    await send(h, events('a', 3000, 40), { customer: 'x', name: 'job' })
+    let inserted = 0
+    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!, {
+      afterInsert: async () => {
+        inserted++
+        throw new Error('killed between insert and commit')
+      },
+    })
+    await until('the dying aggregator inserted a chunk', async () => inserted > 0)
+    await stopAggregator()
+    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!)
+    await until('all 3000 events are counted', async () => (await total(count)) === '3000')
+    expect(await total(sum)).toBe(String(expectedSum(3000)))
+  })
+
+  it('keeps totals exact when 10% of the events are resent with the same id and another timestamp', async () => {
+    const resent = events('a', 3000, 40)
+      .filter((_, i) => i % 10 === 0)
+      .map((e) => ({ ...e, at: '2024-07-30T12:00:00.000Z', props: { n: 1000 } }))
+    await send(h, resent, { customer: 'x', name: 'job' })
+    await until('the resent copies are dropped', async () => (await h.http('GET', `/v1/events/lookup?event_id=${resent[299].id}`)).body.status === 'duplicate')
+    expect(await total(count)).toBe('3000')
+    expect(await total(sum)).toBe(String(expectedSum(3000)))
+  })
+
+  it('replays the whole topic from the start without counting anything twice', async () => {
+    await stopAggregator!()
+    const admin = new Kafka({ brokers: brokers!.split(','), logLevel: logLevel.NOTHING }).admin()
+    await admin.connect()
+    await admin.resetOffsets({ groupId: consumerGroup(topic), topic, earliest: true })
+    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!)
+    await until('the replay caught up', async () => {
+      const [committed] = await admin.fetchOffsets({ groupId: consumerGroup(topic), topics: [topic] })
+      const ends = await admin.fetchTopicOffsets(topic)
+      return ends.every((e) => committed.partitions.find((p) => p.partition === e.partition)?.offset === e.high)
+    })
+    await admin.disconnect()
+    expect(await total(count)).toBe('3000')
+    expect(await total(sum)).toBe(String(expectedSum(3000)))
+    expect(await total(count, 'c7')).toBe('75')
+  })
+
+  it('sends records that are not events to the dead-letter topic, with the reason', async () => {
+    const kafka = new Kafka({ brokers: brokers!.split(','), logLevel: logLevel.NOTHING })
+    const producer = kafka.producer()
+    await producer.connect()
+    const stranger = { id: 'bad-1', tenant_id: h.tenant.tenantId, environment_id: h.tenant.environments.production, external_customer_id: 'x' }
+    await producer.send({ topic, messages: [{ key: 'k', value: 'not json' }, { key: 'k', value: JSON.stringify(stranger) }] })
+    await producer.disconnect()
+    await until('the lookup reports the rejected record', async () => (await h.http('GET', '/v1/events/lookup?event_id=bad-1')).status === 200)
+    expect((await h.http('GET', '/v1/events/lookup?event_id=bad-1')).body).toMatchObject({ status: 'rejected', reason: 'event_name is missing' })
+
+    const consumer = kafka.consumer({ groupId: `dlq-reader-${process.pid}-${Date.now()}` })
+    await consumer.connect()
+    await consumer.subscribe({ topic: `${topic}-dlq`, fromBeginning: true })
+    const reasons: string[] = []
+    await consumer.run({ eachMessage: async ({ message }) => void reasons.push(String(message.headers?.reason)) })
+    await until('both dead records are read back', async () => reasons.length >= 2, 30_000)
+    await consumer.disconnect()
+    expect(reasons.sort()).toEqual(['event_name is missing', 'not JSON'])
+    expect(await total(count)).toBe('3000')
+  })
+
+  it('per-minute views agree with a recount from raw rows', async () => {
+    const scope = { tenantId: h.tenant.tenantId, environmentId: h.tenant.environments.production }
+    for (const meterId of [count, sum]) {
+      const q = { meterId, start: new Date(RANGE.start_time), end: new Date(RANGE.end_time), windowSize: 'DAY' as const }
+      const [views, raw] = await Promise.all([meterUsage(h.running.deps, scope, q), meterUsage(h.running.deps, scope, { ...q, source: 'raw' })])
+      expect(views.results.map((w) => w.value.toFixed())).toEqual(raw.results.map((w) => w.value.toFixed()))
+    }
+  })
+})

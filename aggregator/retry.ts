@@ -1,0 +1,24 @@
+// Retries with capped exponential backoff. Direct mode gives up after a few attempts (the client gets 503
+// and retries itself); the Kafka consumer keeps trying until it is stopped, holding its offsets.
+export interface RetryPolicy {
+  attempts: number
+  baseMs: number
+  maxMs: number
+  /** Checked before each wait: true ends the retries with the last error. */
+  stopped?: () => boolean
+  onError?: (err: unknown, attempt: number) => void
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+export async function retry<T>(fn: () => Promise<T>, policy: RetryPolicy): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn()
+    } catch (err) {
+      policy.onError?.(err, attempt)
+      if (attempt >= policy.attempts || policy.stopped?.()) throw err
+      await sleep(Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1)))
+    }
+  }
+}

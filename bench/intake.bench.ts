@@ -1,0 +1,56 @@
+// (1) HTTP bulk intake: events/s accepted and p99 latency at 100 and 1000 events per request, in direct
+// mode and (with KAFKA_BROKERS) Kafka mode, each as a ratio to a parse-and-validate-only server measured
+// in the same run. Server and load generator share this machine's cores.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { blast, bulkBody, fmt, report, type LoadResult } from './common.ts'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
+const CONCURRENCY = 16
+
+async function server(mode: string): Promise<{ port: number; key: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve)
+    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)))
+  })
+  return { ...(JSON.parse(line) as { port: number; key: string }), child }
+}
+
+async function measure(mode: string): Promise<Record<number, LoadResult>> {
+  const s = await server(mode)
+  const results: Record<number, LoadResult> = {}
+  try {
+    for (const size of [100, 1000]) {
+      // A short warm-up (JIT, connections, first batches) before the measured run.
+      await blast({ port: s.port, path: '/v1/events/bulk', key: s.key, eventsPerRequest: size, body: bulkBody, concurrency: CONCURRENCY, seconds: 1 })
+      results[size] = await blast({ port: s.port, path: '/v1/events/bulk', key: s.key, eventsPerRequest: size, body: bulkBody, concurrency: CONCURRENCY, seconds: SECONDS })
+    }
+  } finally {
+    s.child.kill('SIGTERM')
+    await new Promise((r) => s.child.once('exit', r))
+  }
+  return results
+}
+
+const modes = ['ceiling', 'direct', ...(process.env.KAFKA_BROKERS ? ['kafka'] : [])]
+const all: Record<string, Record<number, LoadResult>> = {}
+for (const mode of modes) all[mode] = await measure(mode)
+
+const rows = modes.flatMap((mode) =>
+  [100, 1000].map((size) => {
+    const r = all[mode][size]
+    const ratio = r.eventsPerSecond / all.ceiling[size].eventsPerSecond
+    return `| ${mode} | ${size} | ${fmt(r.eventsPerSecond)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${mode === 'ceiling' ? '1.00' : fmt(ratio, 2)} | ${r.failed} |`
+  }),
+)
+report(`## 1. HTTP bulk intake
+
+${CONCURRENCY} keep-alive connections, ${SECONDS} s per row after a 1 s warm-up; every event distinct (1000 customers).
+"ceiling" is the same program (auth, rate limit, JSON parse, ajv validation, normalisation) with a sink that
+discards events; ratio = events/s of the row ÷ ceiling events/s at the same request size.${process.env.KAFKA_BROKERS ? ` Kafka: ${process.env.KAFKA_BROKERS}, acks=all, idempotent producer.` : ' Kafka mode not measured (KAFKA_BROKERS unset).'}
+
+| mode | events/request | events/s accepted | p50 ms | p99 ms | ratio to ceiling | non-202 |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+${rows.join('\n')}`)
