@@ -98,6 +98,12 @@ start() {
     print_env
     return
   fi
+  # A broker another checkout (or an earlier CI run) left on this port is as good as ours.
+  if port_open "$KAFKA_PORT" && broker_ready; then
+    say "a Kafka broker not started from this checkout already answers on 127.0.0.1:$KAFKA_PORT; using it"
+    print_env
+    return
+  fi
   for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
     ! port_open "$port" || die "127.0.0.1:$port is already in use by another process, not by our broker" \
       "(pid file $PIDFILE). Stop that process or choose other ports with KAFKA_PORT / KAFKA_CONTROLLER_PORT."
