@@ -1,5 +1,6 @@
 // The one CLI: `start` runs every role on embedded defaults; `api`, `ingest`, `aggregator`, `worker`
-// run one role each; `migrate` applies migrations and exits; `tenant create` adds a tenant.
+// run one role each; `migrate` applies migrations and exits; `tenant create` adds a tenant; `jobs run`
+// runs a scheduled job now.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './core/config.ts'
 import { createTenant } from './api/tenants/service.ts'
@@ -7,6 +8,8 @@ import type { NewTenant } from './api/tenants/service.ts'
 import { openDeps } from './infra/deps.ts'
 import { migrate } from './infra/migrate.ts'
 import { ROLE_NAMES, startRoles, type RoleName } from './roles.ts'
+import { jobs } from './worker/jobs.ts'
+import { runJob } from './worker/scheduler.ts'
 
 const USAGE = `usage: meterbill <command>
 
@@ -17,6 +20,8 @@ commands:
   migrate               apply migrations and exit
   tenant create --name NAME
                         create a tenant with production and sandbox environments; prints its admin key
+  jobs run NAME         run a scheduled job now (billing-run, invoice-overdue, ...) with a progress line;
+                        prints its summary as JSON
 
 configuration is read from the environment: see README.md`
 
@@ -82,6 +87,30 @@ async function runTenant(args: string[]): Promise<void> {
   }
 }
 
+/** `done/total` as a bar when the total is known, a count otherwise; rewritten in place on stderr. */
+function progressLine(done: number, total: number, note = ''): string {
+  if (total <= 0) return `${note} ${done}`
+  const width = 30
+  const filled = Math.round((done / total) * width)
+  return `${note} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`
+}
+
+async function runJobNow(args: string[]): Promise<void> {
+  const [sub, name] = args
+  const names = jobs.map((j) => j.name).join(', ')
+  const job = jobs.find((j) => j.name === name)
+  if (sub !== 'run' || !job) throw new UsageError(`usage: meterbill jobs run NAME   (${names})`)
+  const deps = await openDeps(loadConfig())
+  try {
+    await migrate(deps.sql, deps.ch)
+    const summary = await runJob(deps, job, (done, total, note) => process.stderr.write(`\r\x1b[K${progressLine(done, total, note ?? job.name)}`))
+    process.stderr.write('\n')
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`)
+  } finally {
+    await deps.close()
+  }
+}
+
 class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<void> {
@@ -90,6 +119,7 @@ async function main(argv: string[]): Promise<void> {
   if ((ROLE_NAMES as readonly string[]).includes(command)) return serve([command as RoleName])
   if (command === 'migrate') return runMigrate()
   if (command === 'tenant') return runTenant(rest)
+  if (command === 'jobs') return runJobNow(rest)
   if (command === undefined || command === 'help' || command === '--help') {
     say(USAGE)
     return

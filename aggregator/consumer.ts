@@ -1,11 +1,11 @@
 // The aggregator role in Kafka mode: a consumer group reading the event topic in batches (bytes and
-// linger by the fetch, rows by chunking), one ClickHouse insert per chunk, offsets committed only after
+// linger by the fetch, records by chunking), one ClickHouse insert per chunk, offsets committed only after
 // ClickHouse acknowledged it. A chunk's token is its topic/partition/offset range, so re-reading it after
 // a crash between insert and commit stores nothing twice. While ClickHouse is down the partition's
 // batch is retried in place: the consumer fetches nothing more (backpressure) and keeps its heartbeat.
 // Records that are not events go to the dead-letter topic with the reason, then their offsets commit.
 import type { Consumer, EachBatchPayload, KafkaMessage, Producer } from 'kafkajs'
-import { decodeEvent, type UsageEvent } from '../core/events.ts'
+import { decodeRecord, type UsageEvent } from '../core/events.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { retry, type RetryPolicy } from './retry.ts'
@@ -19,30 +19,37 @@ export interface AggregatorOptions {
   afterInsert?: (chunk: { partition: number; first: string; last: string }) => Promise<void>
 }
 
-function parse(messages: KafkaMessage[]): { events: UsageEvent[]; dead: { message: KafkaMessage; reason: string }[] } {
+interface Dead {
+  message: KafkaMessage
+  /** The element of the record that is not an event, as text for the dead-letter topic. */
+  value: string
+  raw: unknown
+  reason: string
+}
+
+function parse(messages: KafkaMessage[]): { events: UsageEvent[]; dead: Dead[] } {
   const events: UsageEvent[] = []
-  const dead: { message: KafkaMessage; reason: string }[] = []
+  const dead: Dead[] = []
   for (const message of messages) {
-    const decoded = message.value ? decodeEvent(message.value.toString('utf8')) : { ok: false as const, reason: 'empty record' }
-    if (decoded.ok) events.push(decoded.event)
-    else dead.push({ message, reason: decoded.reason })
+    const text = message.value?.toString('utf8') ?? ''
+    if (text === '') {
+      dead.push({ message, value: '', raw: undefined, reason: 'empty record' })
+      continue
+    }
+    for (const d of decodeRecord(text)) {
+      if (d.ok) events.push(d.event)
+      else dead.push({ message, value: typeof d.raw === 'string' ? d.raw : JSON.stringify(d.raw), raw: d.raw, reason: d.reason })
+    }
   }
   return { events, dead }
 }
 
-/** Dead records that still name their event are also recorded in ClickHouse, so the lookup can say why. */
-function rejectedOf(dead: { message: KafkaMessage; reason: string }[]): Rejected[] {
-  return dead.flatMap(({ message, reason }) => {
-    try {
-      const raw = JSON.parse(message.value?.toString('utf8') ?? '') as Record<string, unknown>
-      const [id, tenantId, environmentId] = [raw.id, raw.tenant_id, raw.environment_id]
-      if (typeof id === 'string' && typeof tenantId === 'string' && typeof environmentId === 'string') {
-        return [{ event: { id, tenantId, environmentId }, reason }]
-      }
-    } catch {
-      // Not JSON: the dead-letter topic is its only record.
-    }
-    return []
+/** Dead elements that still name their event are also recorded in ClickHouse, so the lookup can say why. */
+function rejectedOf(dead: Dead[]): Rejected[] {
+  return dead.flatMap(({ raw, reason }) => {
+    const r = (raw ?? {}) as Record<string, unknown>
+    const [id, tenantId, environmentId] = [r.id, r.tenant_id, r.environment_id]
+    return typeof id === 'string' && typeof tenantId === 'string' && typeof environmentId === 'string' ? [{ event: { id, tenantId, environmentId }, reason }] : []
   })
 }
 
@@ -87,16 +94,17 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
             dlq.send({
               topic: kafka.dlqTopic,
               acks: -1,
-              messages: dead.map(({ message, reason }) => ({
+              messages: dead.map(({ message, value, reason }) => ({
                 key: message.key,
-                value: message.value,
+                value,
                 headers: { reason, source_topic: b.topic, source_partition: String(b.partition), source_offset: message.offset },
               })),
             }),
           policy,
         )
       }
-      await writeBatch(deps, events, rejectedOf(dead), `kafka:${b.topic}:${b.partition}:${first}-${last}`, policy)
+      const result = await writeBatch(deps, events, rejectedOf(dead), `kafka:${b.topic}:${b.partition}:${first}-${last}`, policy)
+      deps.logger.debug({ partition: b.partition, first, last, ...result }, 'usage batch stored')
       await options.afterInsert?.({ partition: b.partition, first, last })
       resolveOffset(last)
       await consumer.commitOffsets([{ topic: b.topic, partition: b.partition, offset: (BigInt(last) + 1n).toString() }])

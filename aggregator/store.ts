@@ -2,6 +2,7 @@
 import type { ClickHouseSettings } from '@clickhouse/client'
 import type { ClickHouse } from '../infra/clickhouse.ts'
 import { chDateTime } from '../infra/clickhouse.ts'
+import { LONG_QUERY, sqlStringArray } from '../infra/ch-literals.ts'
 import type { UsageEvent } from '../core/events.ts'
 import type { UsageRow } from '../core/meters.ts'
 
@@ -18,13 +19,11 @@ export async function storedKeys(ch: ClickHouse, keys: EventKey[]): Promise<Set<
   if (keys.length === 0) return new Set()
   const rs = await ch.client.query({
     query: `SELECT tenant_id, environment_id, event_id FROM event_ids
-      WHERE tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)} AND event_id IN {ids:Array(String)}`,
-    query_params: {
-      tenants: [...new Set(keys.map((k) => k.tenantId))],
-      envs: [...new Set(keys.map((k) => k.environmentId))],
-      ids: [...new Set(keys.map((k) => k.id))],
-    },
+      WHERE tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}
+        AND event_id IN ${sqlStringArray([...new Set(keys.map((k) => k.id))])}`,
+    query_params: { tenants: [...new Set(keys.map((k) => k.tenantId))], envs: [...new Set(keys.map((k) => k.environmentId))] },
     format: 'JSONCompactEachRow',
+    clickhouse_settings: LONG_QUERY,
   })
   const rows = await rs.json<[string, string, string]>()
   return new Set(rows.map(([tenantId, environmentId, id]) => keyOf({ tenantId, environmentId, id })))

@@ -15,6 +15,7 @@ import { createMeter, getMeter } from '../api/meters/service.ts'
 import { createOffering, PLAN } from '../api/offerings/service.ts'
 import { createSubscription } from '../api/subscriptions/service.ts'
 import { startRoles } from '../roles.ts'
+import { cpus, loadavg } from 'node:os'
 import { fmt, report } from './common.ts'
 
 const N = Number(process.env.BENCH_SUBSCRIPTIONS ?? 10_000)
@@ -68,10 +69,17 @@ await running.stop()
 const expected = (N * 20.1).toFixed(2)
 if (summary.failed > 0 || check.n !== 2 * N || Number(check.total).toFixed(2) !== expected) throw new Error(`unexpected run: ${JSON.stringify({ summary, check, expected })}`)
 
-report(`## 4. Billing run
+const engine = deps.engines.postgres === 'server' ? 'a PostgreSQL server (DATABASE_URL) on the same machine' : 'embedded PGlite'
+const why =
+  deps.engines.postgres === 'server'
+    ? 'Postgres works in its own process, on the second core.'
+    : "PGlite runs in the run's own process (its WASM and the run's JS share one thread), so most of the time goes to its inserts (invoices, lines, outbox events)."
+const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString().slice(0, 16)}Z, load average ${loadavg().map((l) => l.toFixed(1)).join(', ')} at the end`
+report(`## Billing run (${deps.engines.postgres === 'server' ? 'PostgreSQL server' : 'PGlite'})
 
 \`runBilling\` (the billing-run job) over ${fmt(N)} subscriptions, each owing two invoices (March in advance; April's cycle with
 March's usage of ${EVENTS_PER_CUSTOMER} events read from the usage service), finalized at once (grace 0): ${fmt(invoices)} invoices
 in ${fmt(seconds, 1)} s = **${fmt(invoices / seconds)} invoices/s** (target ≥ 500/s). Every invoice checked: ${fmt(check.n)}
-finalized, totals add up to ${expected} USD. Setup (cloning subscriptions in SQL, events in ClickHouse) ${fmt(setupSeconds, 1)} s.`)
+finalized, totals add up to ${expected} USD. Setup (cloning subscriptions in SQL, events in ClickHouse) ${fmt(setupSeconds, 1)} s.
+Postgres: ${engine}; chDB in process. ${why} Machine: ${machine}.`)
 process.exit(0)

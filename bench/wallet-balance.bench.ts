@@ -4,6 +4,7 @@
 // debits consuming them), its customer a subscription with two usage lines over 200,000 events this period,
 // and three unpaid invoices.
 import { mkdtempSync } from 'node:fs'
+import { cpus, loadavg, totalmem } from 'node:os'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fixedClock } from '../core/clock.ts'
@@ -13,11 +14,16 @@ import { createInvoice, finalizeInvoice } from '../api/invoices/service.ts'
 import { createMeter, getMeter } from '../api/meters/service.ts'
 import { createOffering, PLAN } from '../api/offerings/service.ts'
 import { createSubscription } from '../api/subscriptions/service.ts'
+import { requireRecord } from '../infra/records.ts'
+import { unbilledUsage, unpaidInvoices } from '../api/wallets/realtime.ts'
 import { createWallet, debitWallet, topUpWallet } from '../api/wallets/service.ts'
+import { WALLETS, type WalletRow } from '../api/wallets/store.ts'
 import { ingestEvents } from '../ingest/service.ts'
 import { startRoles } from '../roles.ts'
 import { fmt, percentile, report } from './common.ts'
 
+// Stated in the section itself: it is also appended on its own (BENCH_OUT=BENCHMARKS.md), without run.ts's header.
+const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, load average ${loadavg()[0].toFixed(1)} at the start (the cores are shared)`
 const EVENTS = Number(process.env.BENCH_WALLET_EVENTS ?? 200_000)
 const TOPUPS = 1000
 const DEBITS = 600
@@ -77,6 +83,21 @@ async function time(path: string): Promise<{ p50: number; p99: number; body: Rec
 
 const plain = await time(`/v1/wallets/${wallet.id}`)
 const realtime = await time(`/v1/wallets/${wallet.id}/balance/real-time`)
+
+/** The parts of the real-time balance on their own, through the same service functions. */
+async function timePart(run: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  const times: number[] = []
+  for (let i = 0; i < RUNS + 5; i++) {
+    const t = performance.now()
+    await run()
+    if (i >= 5) times.push(performance.now() - t)
+  }
+  times.sort((a, b) => a - b)
+  return { p50: percentile(times, 50), p99: percentile(times, 99) }
+}
+const row = await requireRecord<WalletRow>(deps.sql, WALLETS, actor, wallet.id)
+const usagePart = await timePart(() => unbilledUsage(deps, actor, row, clock.now()))
+const unpaidPart = await timePart(() => unpaidInvoices(deps, actor, row))
 const [{ n }] = await deps.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM wallet_transactions WHERE wallet_id = ${wallet.id}`
 await running.stop()
 // 1000 × 10 − 600 × 7.5 = 5500 credits; usage 200,000 × 0.001 + Σ tokens × 0.00001; 3 × 20.00 unpaid.
@@ -84,7 +105,7 @@ if (realtime.body.balance !== '5500.00' || realtime.body.unpaid_invoices_amount 
 
 report(`## Wallet balances
 
-Machine and date: see the header (\`npm run bench\`). One wallet with ${fmt(n)} ledger rows (${fmt(TOPUPS)} top-ups with mixed priorities and
+${machine}. One wallet with ${fmt(n)} ledger rows (${fmt(TOPUPS)} top-ups with mixed priorities and
 expiries, ${fmt(DEBITS)} debits consuming them); its customer has a subscription with two usage lines (COUNT and SUM meters) over
 ${fmt(EVENTS)} events this period, and three unpaid invoices. ${RUNS} sequential requests over HTTP after 5 warm-up requests, embedded
 engines (PGlite, chDB). Setup ${fmt(setupSeconds, 1)} s.
@@ -93,6 +114,8 @@ engines (PGlite, chDB). Setup ${fmt(setupSeconds, 1)} s.
 | --- | ---: | ---: | --- |
 | GET /v1/wallets/{id} | ${fmt(plain.p50, 1)} | ${fmt(plain.p99, 1)} | balance ${plain.body.balance} |
 | GET /v1/wallets/{id}/balance/real-time | ${fmt(realtime.p50, 1)} | ${fmt(realtime.p99, 1)} | real_time_balance ${realtime.body.real_time_balance} (usage ${realtime.body.current_period_usage}, unpaid ${realtime.body.unpaid_invoices_amount}) |
+| of which: unbilled usage (2 lines), alone | ${fmt(usagePart.p50, 1)} | ${fmt(usagePart.p99, 1)} | subscriptions, line items, one usage query per line |
+| of which: unpaid invoices, alone | ${fmt(unpaidPart.p50, 1)} | ${fmt(unpaidPart.p99, 1)} | the invoicing service's list |
 
 The balance reads only the wallet's open credits (a partial index), not the whole ledger; the real-time balance adds one
 usage query per usage line (per-minute views in ClickHouse) and the unpaid invoices, read concurrently.`)

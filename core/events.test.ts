@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { decodeEvent, encodeEvent, normalizeEvent } from './events.ts'
+import { decodeRecord, encodeEvent, normalizeEvent } from './events.ts'
 
 const scope = { tenantId: 't1', environmentId: 'env1' }
 const receivedAt = new Date('2024-06-01T12:00:00.000Z')
@@ -41,10 +41,19 @@ describe('normalizeEvent', () => {
 })
 
 describe('wire form', () => {
-  it('round-trips an event', () => {
+  it('round-trips an event, alone or with others of its key', () => {
     const n = normalizeEvent({ event_name: 'e', external_customer_id: 'c', source: 's', customer_id: 'cus_1', properties: { big: '123456789012345678901' } }, scope, opts)
     if (!n.ok) throw new Error('invalid')
-    expect(decodeEvent(encodeEvent(n.event))).toEqual({ ok: true, event: n.event })
+    expect(decodeRecord(encodeEvent(n.event))).toEqual([{ ok: true, event: n.event }])
+    const other = { ...n.event, id: 'second' }
+    expect(decodeRecord(`[${encodeEvent(n.event)},${encodeEvent(other)}]`)).toEqual([{ ok: true, event: n.event }, { ok: true, event: other }])
+  })
+
+  it('keeps the good events of a record and names the bad one', () => {
+    const n = normalizeEvent({ event_name: 'e', external_customer_id: 'c' }, scope, opts)
+    if (!n.ok) throw new Error('invalid')
+    const text = `[${encodeEvent(n.event)},{"id":"x"}]`
+    expect(decodeRecord(text)).toEqual([{ ok: true, event: n.event }, { ok: false, reason: 'tenant_id is missing', raw: { id: 'x' } }])
   })
 
   it.each([
@@ -55,6 +64,6 @@ describe('wire form', () => {
     ['{"id":"x","tenant_id":"t","environment_id":"e","event_name":"n","external_customer_id":"c","timestamp":"2300-01-01T00:00:00Z","received_at":"2024-01-01T00:00:00Z"}', 'timestamp is not a date-time between 1970 and 2200'],
     ['{"id":"x","tenant_id":"t","environment_id":"e","event_name":"n","external_customer_id":"c","timestamp":"2024-01-01T00:00:00Z","received_at":"2024-01-01T00:00:00Z","properties":[]}', 'properties is not an object'],
   ])('rejects %s: %s', (text, reason) => {
-    expect(decodeEvent(text)).toEqual({ ok: false, reason })
+    expect(decodeRecord(text)).toMatchObject([{ ok: false, reason }])
   })
 })

@@ -107,34 +107,44 @@ const isInstant = (v: unknown): v is string => {
   return t >= EARLIEST_MS && t < LATEST_MS
 }
 
-/** Reads a wire event back; a record that is not one (foreign producer, corruption) gets the reason. */
-export function decodeEvent(text: string): { ok: true; event: UsageEvent } | { ok: false; reason: string } {
-  let raw: Record<string, unknown>
-  try {
-    raw = JSON.parse(text) as Record<string, unknown>
-  } catch {
-    return { ok: false, reason: 'not JSON' }
-  }
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, reason: 'not a JSON object' }
+export type Decoded = { ok: true; event: UsageEvent } | { ok: false; reason: string; raw: unknown }
+
+function fromWire(raw: unknown): Decoded {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, reason: 'not a JSON object', raw }
+  const r = raw as Record<string, unknown>
   for (const f of ['id', 'tenant_id', 'environment_id', 'event_name', 'external_customer_id'] as const) {
-    if (!isText(raw[f]) || raw[f] === '') return { ok: false, reason: `${f} is missing` }
+    if (!isText(r[f]) || r[f] === '') return { ok: false, reason: `${f} is missing`, raw }
   }
-  for (const f of ['timestamp', 'received_at'] as const) if (!isInstant(raw[f])) return { ok: false, reason: `${f} is not a date-time between 1970 and 2200` }
-  const props = raw.properties ?? {}
-  if (typeof props !== 'object' || props === null || Array.isArray(props)) return { ok: false, reason: 'properties is not an object' }
+  for (const f of ['timestamp', 'received_at'] as const) if (!isInstant(r[f])) return { ok: false, reason: `${f} is not a date-time between 1970 and 2200`, raw }
+  const props = r.properties ?? {}
+  if (typeof props !== 'object' || props === null || Array.isArray(props)) return { ok: false, reason: 'properties is not an object', raw }
   return {
     ok: true,
     event: {
-      id: raw.id as string,
-      tenantId: raw.tenant_id as string,
-      environmentId: raw.environment_id as string,
-      eventName: raw.event_name as string,
-      externalCustomerId: raw.external_customer_id as string,
-      customerId: isText(raw.customer_id) ? raw.customer_id : '',
-      source: isText(raw.source) ? raw.source : '',
-      timestamp: new Date(raw.timestamp as string),
-      receivedAt: new Date(raw.received_at as string),
+      id: r.id as string,
+      tenantId: r.tenant_id as string,
+      environmentId: r.environment_id as string,
+      eventName: r.event_name as string,
+      externalCustomerId: r.external_customer_id as string,
+      customerId: isText(r.customer_id) ? r.customer_id : '',
+      source: isText(r.source) ? r.source : '',
+      timestamp: new Date(r.timestamp as string),
+      receivedAt: new Date(r.received_at as string),
       properties: props as Record<string, unknown>,
     },
   }
+}
+
+/**
+ * Reads a record back: one wire event or an array of them. Each element that is not an event (a foreign
+ * producer, corruption) comes back with the reason and what it was.
+ */
+export function decodeRecord(text: string): Decoded[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return [{ ok: false, reason: 'not JSON', raw: text }]
+  }
+  return (Array.isArray(parsed) ? parsed : [parsed]).map(fromWire)
 }

@@ -1,6 +1,6 @@
 // The Kafka client (KAFKA_BROKERS): one kafkajs instance per process, the topics this program owns,
 // and a cheap liveness probe for /v1/health.
-import { Kafka, logLevel, type Admin } from 'kafkajs'
+import { Kafka, logLevel, type Admin, type ISocketFactory } from 'kafkajs'
 import type { Config } from '../core/config.ts'
 
 export interface KafkaHandle {
@@ -16,9 +16,13 @@ export interface KafkaHandle {
 
 /** Partitions of the event topic: the aggregator scales out to this many consumers. */
 export const EVENT_PARTITIONS = 6
+/** The topics' max.message.bytes: above the largest request body intake accepts by default (5 MiB). */
+export const MAX_BATCH_BYTES = 16 * 1024 * 1024
 
-export function openKafka(config: Config & { kafkaBrokers: string[] }): KafkaHandle {
+/** `socketFactory` lets fault tests cut this process off a real broker and reconnect it. */
+export function openKafka(config: Config & { kafkaBrokers: string[] }, options: { socketFactory?: ISocketFactory } = {}): KafkaHandle {
   const kafka = new Kafka({
+    ...options,
     clientId: 'meterbill',
     brokers: config.kafkaBrokers,
     logLevel: logLevel.NOTHING,
@@ -47,7 +51,15 @@ export function openKafka(config: Config & { kafkaBrokers: string[] }): KafkaHan
       const existing = new Set(await a.listTopics())
       const missing = [topic, dlqTopic].filter((t) => !existing.has(t))
       if (missing.length === 0) return
-      await a.createTopics({ waitForLeaders: true, topics: missing.map((t) => ({ topic: t, numPartitions: t === topic ? EVENT_PARTITIONS : 1 })) })
+      await a.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((t) => ({
+          topic: t,
+          numPartitions: t === topic ? EVENT_PARTITIONS : 1,
+          // A produce request carries up to a few MiB of one partition's records (a whole bulk request of one customer).
+          configEntries: [{ name: 'max.message.bytes', value: String(MAX_BATCH_BYTES) }],
+        })),
+      })
     },
     async ping() {
       try {

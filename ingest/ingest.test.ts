@@ -127,6 +127,32 @@ describe('exactly once per event id', () => {
   })
 })
 
+describe('GET /v1/events', () => {
+  it('pages newest first with a cursor, and filters by name, source and time', async () => {
+    const events = [1, 2, 3, 4, 5].map((i) => ({
+      event_name: i % 2 ? 'odd' : 'even',
+      external_customer_id: 'cust-page',
+      event_id: `p${i}`,
+      source: i < 4 ? 'web' : 'batch',
+      timestamp: `2024-04-0${i}T00:00:00.000Z`,
+    }))
+    expect((await h.http('POST', '/v1/events/bulk', { body: { events } })).status).toBe(202)
+    const ids: string[] = []
+    let cursor = ''
+    for (let page = 0; page < 5; page++) {
+      const res = await h.http('GET', `/v1/events?external_customer_id=cust-page&limit=2${cursor ? `&cursor=${cursor}` : ''}`)
+      expect(res.body.pagination.total).toBe(5)
+      ids.push(...res.body.items.map((e: { id: string }) => e.id))
+      if (!res.body.has_more) break
+      cursor = res.body.next_cursor
+    }
+    expect(ids).toEqual(['p5', 'p4', 'p3', 'p2', 'p1'])
+    const filtered = await h.http('GET', '/v1/events?external_customer_id=cust-page&event_name=odd&source=web&start_time=2024-04-02T00:00:00Z&end_time=2024-04-05T00:00:00Z')
+    expect(filtered.body.items.map((e: { id: string }) => e.id)).toEqual(['p3'])
+    expect((await h.http('GET', '/v1/events?cursor=garbage')).body.details).toEqual({ cursor: 'is not a cursor returned by this list' })
+  })
+})
+
 describe('keys and outages', () => {
   it('lets an ingest key send events and nothing else', async () => {
     const created = await h.http('POST', '/v1/secrets/api/keys', { body: { name: 'sdk', roles: ['ingest'] } })

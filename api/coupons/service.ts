@@ -4,7 +4,7 @@
 // then, under the coupon's row lock.
 import { assertRedeemable, type Coupon } from '../../core/billing/coupons.ts'
 import { moneyAmount, percentage } from '../../core/billing/amounts.ts'
-import { AppError, invalidOperation, validationError } from '../../core/errors.ts'
+import { invalidOperation, validationError } from '../../core/errors.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'
@@ -83,16 +83,6 @@ export async function updateCoupon(deps: Deps, actor: Actor, id: string, input: 
 /** Deleting stops new redemptions; existing associations keep their promised discounts. */
 export const deleteCoupon = (deps: Deps, actor: Actor, id: string): Promise<store.CouponRow> =>
   transaction(deps, (tx) => deleteRecord<store.CouponRow>(tx, store.COUPONS, actor, id, auditOf(deps, actor)))
-
-/** Published coupons by id for a redemption (a one-off invoice); the field names the request's list. */
-export async function couponsFor(db: Db, scope: Scope, ids: string[], field: string): Promise<store.CouponRow[]> {
-  const rows = await findRecords<store.CouponRow>(db, store.COUPONS, scope, ids)
-  return ids.map((id, i) => {
-    const row = rows.find((r) => r.id === id && r.status === 'published')
-    if (!row) throw new AppError('not_found', `${field}[${i}]: coupon ${id} not found`, { id, [`${field}[${i}]`]: id })
-    return row
-  })
-}
 
 /**
  * Counts one redemption of a coupon at `at` in the caller's transaction: under its row lock, the

@@ -170,6 +170,28 @@ describe('grants of inherited child subscriptions', () => {
   })
 })
 
+describe('a one-time grant for one subscription', () => {
+  it('is upcoming until its start, then applied once with its duration expiry', async () => {
+    clock.set('2025-04-20T00:00:00Z')
+    const c = await customer(h)
+    const sub = await subscribe({ customer_id: c.id, plan_id: (await plan(h)).id })
+    const g = await ok('POST', '/v1/creditgrants', {
+      name: 'Welcome', scope: 'SUBSCRIPTION', subscription_id: sub.id, credits: '12.5', cadence: 'ONETIME', priority: 0,
+      start_date: '2025-05-01T00:00:00Z', expiration_type: 'DURATION', expiration_duration: 30, expiration_duration_unit: 'DAY',
+    }, 201)
+    await grantJob()
+    expect((await ok('GET', `/v1/subscriptions/${sub.id}/grants/upcoming`)).items.map((a: any) => [a.credit_grant_id, a.scheduled_for, a.application_reason])).toEqual([
+      [g.id, '2025-05-01T00:00:00.000Z', 'onetime_credit_grant'],
+    ])
+    clock.set('2025-05-01T00:00:00Z')
+    await grantJob()
+    await grantJob()
+    const [w] = await walletOf(c.id)
+    expect(await credits(w.id)).toEqual([['12.5', '2025-05-31T00:00:00.000Z', 'FREE_CREDIT_GRANT']])
+    expect((await ok('GET', `/v1/subscriptions/${sub.id}/grants/upcoming`)).items).toEqual([])
+  })
+})
+
 describe('deleting a grant', () => {
   it('cancels what is not applied yet and keeps what was', async () => {
     clock.set('2025-04-20T00:00:00Z')

@@ -130,6 +130,12 @@ export async function planCreditGrants(db: Db, scope: Scope, planIds: string[]):
   return (await publishedIn<store.GrantRow>(db, store.GRANTS, scope, 'plan_id', planIds)).filter((g) => g.scope === 'PLAN')
 }
 
+/** The published grants giving credits to each subscription: its plan's and its own (a subscription's `credit_grants`). */
+export async function subscriptionCreditGrants(db: Db, scope: Scope, subs: { id: string; plan_id: string }[]): Promise<Map<string, store.GrantRow[]>> {
+  const [byPlan, own] = [await planCreditGrants(db, scope, subs.map((s) => s.plan_id)), await publishedIn<store.GrantRow>(db, store.GRANTS, scope, 'subscription_id', subs.map((s) => s.id))]
+  return new Map(subs.map((s) => [s.id, [...byPlan.filter((g) => g.plan_id === s.plan_id), ...own.filter((g) => g.subscription_id === s.id)]]))
+}
+
 /** GET /v1/plans/{id}/creditgrants. */
 export async function listGrantsOfPlan(deps: Deps, actor: Actor, planId: string): Promise<Page<store.GrantRow>> {
   await requireOffering(deps.sql, actor, 'PLAN', planId, { anyStatus: true })
@@ -198,7 +204,7 @@ async function schedule(deps: Deps, grant: store.GrantRow, sub: SubscriptionRow,
   if (sub.subscription_status === 'cancelled') return 0
   const last = await store.lastPeriodStart(deps.sql, grant.id, sub.id)
   // Far enough for the next period whatever month lengths do; a ONETIME grant is due once, whenever.
-  const horizon = grant.cadence === 'RECURRING' ? periodBoundary(now, grant.period!, grant.period_count ?? 1, 2) : new Date(8.64e15)
+  const horizon = grant.cadence === 'RECURRING' ? periodBoundary(now, grant.period!, grant.period_count ?? 1, 2) : new Date('9999-01-01T00:00:00Z')
   const all = dueApplications(grant, sub, horizon, { since: last })
   const due = all.filter((a) => a.scheduled_for <= now)
   const next = all.find((a) => a.scheduled_for > now)

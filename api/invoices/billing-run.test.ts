@@ -105,6 +105,21 @@ describe('USD: anchor on the 31st, SLAB tiers, catch-up from January', () => {
     expect([after.refunded_amount, after.payment_status]).toEqual(['20', 'PARTIALLY_REFUNDED'])
     expect(await eventsOf(h, third.id)).toEqual(['invoice.update.finalized', 'invoice.update.payment', 'invoice.update.payment'])
   })
+  it('usage lines expand to their usage; a voided period is replaced, and late usage counts when the draft is finalized', async () => {
+    const [, second] = await invoicesOf(sub.id)
+    const expanded = await h.http('GET', `/v1/invoices/${second.id}?expand=usage_analytics`)
+    expect(expanded.body.line_items[0].usage_analytics).toEqual([{ source: null, usage: '150', cost: '19', percentage: '100', event_count: null }])
+    expect((await post(`/v1/invoices/${second.id}/void`)).body.invoice_status).toBe('VOIDED')
+    const replacement = (await post(`/v1/invoices/${second.id}/recalculate`)).body
+    expect([replacement.invoice_status, replacement.billing_sequence, replacement.total]).toEqual(['DRAFT', 2, '49'])
+    expect((await h.http('GET', `/v1/invoices/${second.id}`)).body.recalculated_invoice_id).toBe(replacement.id)
+    // A late event of February, then the run finalizes the draft computed again: 151 calls = 19.08.
+    await send(h, [{ id: 'usd-late', at: '2024-02-28T23:59:59Z' }], { customer: cus.external_id, name: 'api_call' })
+    const summary = (await run()).body.summary
+    expect([summary.invoices_created, summary.finalized]).toEqual([0, 1])
+    const done = (await h.http('GET', `/v1/invoices/${replacement.id}`)).body
+    expect([done.invoice_status, done.total, done.line_items[0].quantity, done.invoice_number]).toEqual(['FINALIZED', '49.08', '151', expect.stringMatching(/^INV-202404-/)])
+  })
 })
 
 describe('JPY: a trial, then a cancellation mid-period with prorations', () => {
@@ -156,5 +171,76 @@ describe('KWD: a forever coupon and a customer tax on every invoice', () => {
     expect(second.coupon_applications.map((a: any) => [a.coupon_id, a.original_price, a.discounted_amount])).toEqual([[coupon.id, '14.043', '1.404']])
     expect(second.taxes.map((t: any) => [t.tax_rate.code, t.taxable_amount, t.tax_amount])).toEqual([['VAT5', '12.639', '0.632']])
     expect((await h.http('GET', `/v1/coupons/${coupon.id}`)).body.total_redemptions).toBe(1)
+  })
+})
+
+describe('grouped and delegated invoicing, overdue notices', () => {
+  it("the parent's invoices carry its grouped child's lines (rule 8); an invoicing customer is billed for another's subscription", async () => {
+    clock.set('2024-08-15T00:00:00Z')
+    const meterId = await readyMeter(h, { name: 'Grouped calls', event_name: 'grouped_call', aggregation: { type: 'COUNT' } })
+    const p = await plan(h, { prices: [fixedPrice('10.00', { display_name: 'Seat' }), usagePrice(meterId, '0.01', { display_name: 'Calls' })] })
+    const [parentCus, childCus, payer] = await Promise.all([customer(h), customer(h), customer(h)])
+    const child = await subscribe({ customer_id: childCus.id, plan_id: p.id, currency: 'USD', start_date: '2024-07-01T00:00:00Z' })
+    const parent = await subscribe({ customer_id: parentCus.id, plan_id: p.id, currency: 'USD', start_date: '2024-07-01T00:00:00Z', inheritance: { subscriptions_ids_for_grouped_invoicing: [child.id] } })
+    const delegated = await subscribe({ customer_id: childCus.id, plan_id: p.id, currency: 'USD', start_date: '2024-07-01T00:00:00Z', invoicing_customer_id: payer.id })
+    await send(h, at('2024-07-05T00:00:00Z', 50).map((t, i) => ({ id: `gp-${i}`, at: t })), { customer: parentCus.external_id, name: 'grouped_call' })
+    await send(h, at('2024-07-06T00:00:00Z', 100).map((t, i) => ({ id: `gc-${i}`, at: t })), { customer: childCus.external_id, name: 'grouped_call' })
+
+    const preview = await post('/v1/invoices/preview', { subscription_id: parent.id })
+    expect(preview.body.line_items.map((l: any) => [l.customer_id, l.display_name, l.amount])).toEqual([
+      [parentCus.id, 'Calls', '0'],
+      [parentCus.id, 'Seat', '10'],
+      [childCus.id, 'Calls', '0'],
+      [childCus.id, 'Seat', '10'],
+    ])
+    expect((await post('/v1/invoices/preview', { subscription_id: child.id })).body.code).toBe('invalid_operation')
+    await run()
+    const invoices = await invoicesOf(parent.id)
+    expect(invoices.map(brief)).toEqual([
+      [1, 'SUBSCRIPTION_CREATE', '2024-07-01', '2024-08-01', 'FINALIZED', '20'],
+      // July: the parent's 50 calls (0.50) and the child's 100 (1.00), and both seats for August.
+      [2, 'SUBSCRIPTION_CYCLE', '2024-07-01', '2024-08-01', 'FINALIZED', '21.5'],
+    ])
+    expect(invoices[1].line_items.map((l: any) => [l.customer_id, l.subscription_id, l.amount])).toEqual([
+      [parentCus.id, parent.id, '0.5'],
+      [parentCus.id, parent.id, '10'],
+      [childCus.id, child.id, '1'],
+      [childCus.id, child.id, '10'],
+    ])
+    expect(await invoicesOf(child.id)).toEqual([])
+    const [paidBy] = await invoicesOf(delegated.id)
+    expect([paidBy.customer_id, paidBy.subscription_customer_id]).toEqual([payer.id, childCus.id])
+
+    // Unpaid and due on their invoice date: one overdue notice each, once.
+    const overdue = await post('/v1/jobs/invoice-overdue/run')
+    expect(overdue.body.summary.overdue).toBeGreaterThanOrEqual(4)
+    expect(await eventsOf(h, invoices[1].id)).toEqual(['invoice.update.finalized', 'invoice.payment.overdue'])
+    expect((await post('/v1/jobs/invoice-overdue/run')).body.summary.overdue).toBe(0)
+  })
+})
+
+describe('auto_invoice_threshold (rule 5)', () => {
+  it('bills usage so far once it reaches the threshold; the cycle bills the rest from the cut', async () => {
+    clock.set('2024-08-15T00:00:00Z')
+    const meterId = await readyMeter(h, { name: 'Threshold calls', event_name: 'threshold_call', aggregation: { type: 'COUNT' } })
+    const p = await plan(h, { prices: [usagePrice(meterId, '0.01', { display_name: 'Calls' })] })
+    const cus = await customer(h)
+    const sub = await subscribe({ customer_id: cus.id, plan_id: p.id, currency: 'USD', start_date: '2024-08-01T00:00:00Z', auto_invoice_threshold: '5.00' })
+    await send(h, at('2024-08-02T00:00:00Z', 600).map((t, i) => ({ id: `th-${i}`, at: t })), { customer: cus.external_id, name: 'threshold_call' })
+    const first = (await run()).body.summary
+    expect([first.threshold_invoices, first.skipped]).toEqual([1, 1])
+    const all = (await h.http('GET', `/v1/invoices?subscription_id=${sub.id}`)).body.items
+    const [created, cut] = ['SUBSCRIPTION_CREATE', 'AUTO_INVOICE_THRESHOLD'].map((r) => all.find((i: any) => i.billing_reason === r))
+    expect([created.billing_reason, created.invoice_status]).toEqual(['SUBSCRIPTION_CREATE', 'SKIPPED'])
+    expect([cut.billing_reason, cut.period_start, cut.period_end, cut.total, cut.billing_sequence]).toEqual(['AUTO_INVOICE_THRESHOLD', '2024-08-01T00:00:00.000Z', '2024-08-15T00:00:00.000Z', '6', null])
+
+    clock.set('2024-08-20T00:00:00Z')
+    await send(h, at('2024-08-16T00:00:00Z', 100).map((t, i) => ({ id: `th2-${i}`, at: t })), { customer: cus.external_id, name: 'threshold_call' })
+    expect((await run()).body.summary.threshold_invoices).toBe(0)
+    clock.set('2024-09-01T00:00:00Z')
+    await run()
+    const cycle = (await invoicesOf(sub.id)).find((i: any) => i.billing_reason === 'SUBSCRIPTION_CYCLE')
+    // Only the 100 calls after the cut: 1.00.
+    expect([cycle.total, cycle.line_items[0].quantity, cycle.line_items[0].period_start]).toEqual(['1', '100', '2024-08-15T00:00:00.000Z'])
   })
 })

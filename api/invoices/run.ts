@@ -4,26 +4,26 @@
 // whose grace period ended are finalized. Each invoice is one transaction, and the unique key
 // (subscription, period start, billing reason) makes a rerun or a concurrent run bill nothing twice.
 // The `invoice-overdue` job announces finalized invoices past their due date, once each.
-import { duePoints, nextPoint } from '../../core/billing/cycle.ts'
+import { duePoints, nextPoint, type BillingPoint } from '../../core/billing/cycle.ts'
 import { sumMoney } from '../../core/money.ts'
 import type { Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Audit } from '../../infra/records.ts'
 import type { Progress } from '../../worker/scheduler.ts'
 import { redeemSubscriptionCoupons } from '../coupons/service.ts'
-import { announce, transaction } from '../records/service.ts'
+import { transaction } from '../records/service.ts'
 import { subscriptionsAfter, type SubscriptionRow } from '../subscriptions/service.ts'
 import { assemble } from './assemble.ts'
 import { billedThroughParent, cycleOf, loadContexts, pointSpec, subscriptionHeader, thresholdPoint, usageRequests, type BillingContext } from './billing.ts'
 import { prefetchUsage, type UsageReader } from './usage-batch.ts'
-import { createSubscriptionInvoices, finalizeDraft, lockInvoice, viewOf, type PointInvoice } from './service.ts'
+import { announceInvoice, createSubscriptionInvoices, finalizeDraft, lockInvoice, type PointInvoice } from './service.ts'
 import * as store from './store.ts'
 
 const PAGE = 500
 /** Subscriptions computed at once: their usage reads overlap. */
 const CONCURRENCY = 8
-/** Subscriptions whose invoices are stored in one transaction (multi-row inserts stay under the driver's parameter limit). */
-const BATCH = 100
+/** Subscriptions whose invoices are stored in one transaction: a smaller batch isolates a failure sooner, a larger one commits less often. */
+const BATCH = 250
 
 export interface RunSummary {
   subscriptions: number
@@ -49,14 +49,13 @@ function byScope(subs: SubscriptionRow[]): Map<string, { scope: Scope; subs: Sub
 }
 
 /** The invoices of one subscription's due points, computed in order (a coupon's periods count across them). */
-async function pointInvoices(deps: Deps, scope: Scope, ctx: BillingContext, after: number, now: Date, usage: UsageReader): Promise<PointInvoice[]> {
+async function pointInvoices(deps: Deps, scope: Scope, ctx: BillingContext, points: BillingPoint[], usage: UsageReader): Promise<PointInvoice[]> {
   const redeemed = new Map<string, number>()
-  const customer = ctx.customers.get(ctx.sub.invoicing_customer_id ?? ctx.sub.customer_id) ?? null
   const items: PointInvoice[] = []
-  for (const point of duePoints(cycleOf(ctx.sub), now, after)) {
+  for (const point of points) {
     const assembled = assemble(await pointSpec(deps, scope, ctx, point, { redeemed, usage }))
     for (const a of assembled.computed.coupon_applications) if (a.coupon_association_id && a.discounted_amount.gt(0)) redeemed.set(a.coupon_association_id, (redeemed.get(a.coupon_association_id) ?? 0) + 1)
-    items.push({ header: subscriptionHeader(ctx.sub, point, deps.config.invoicing.graceMs), assembled, subscription: ctx.sub, customer })
+    items.push({ header: subscriptionHeader(ctx.sub, point, deps.config.invoicing.graceMs), assembled, subscription: ctx.sub })
   }
   return items
 }
@@ -78,8 +77,7 @@ async function billThreshold(deps: Deps, scope: Scope, ctx: BillingContext, now:
   const charges = sumMoney(assembled.computed.line_items.map((l) => l.amount))
   if (charges.isZero() || charges.lt(ctx.sub.auto_invoice_threshold!)) return
   const header = { ...subscriptionHeader(ctx.sub, { ...point, sequence: null }, deps.config.invoicing.graceMs) }
-  const customer = ctx.customers.get(header.customer_id) ?? null
-  count(await createSubscriptionInvoices(deps, scope, [{ header, assembled, subscription: ctx.sub, customer }]), summary, 'threshold_invoices')
+  count(await createSubscriptionInvoices(deps, scope, [{ header, assembled, subscription: ctx.sub }]), summary, 'threshold_invoices')
 }
 
 /** Runs `work` over `items` with at most `n` at a time: usage reads of one overlap the writes of another. */
@@ -100,17 +98,19 @@ async function billScope(deps: Deps, scope: Scope, subs: SubscriptionRow[], now:
   const owners = subs.filter((s) => !billedThroughParent(s))
   const last = await store.lastSequences(deps.sql, scope, owners.map((s) => s.id))
   const threshold = (s: SubscriptionRow) => s.auto_invoice_threshold !== null && s.subscription_status !== 'cancelled'
-  const due = owners.filter((s) => duePoints(cycleOf(s), now, last.get(s.id) ?? 0).length > 0 || threshold(s))
+  // Computed once per subscription: period arithmetic in a time zone is the run's costliest pure step.
+  const points = new Map(owners.map((s) => [s.id, duePoints(cycleOf(s), now, last.get(s.id) ?? 0)]))
+  const due = owners.filter((s) => points.get(s.id)!.length > 0 || threshold(s))
   if (due.length === 0) return
   await redeemSubscriptionCoupons(deps, scope, due)
   const contexts = await loadContexts(deps, scope, due)
   // Usage of every due point, a meter and window at a time (threshold cuts are read as they come).
-  const requests = due.filter((s) => !threshold(s)).flatMap((s) => duePoints(cycleOf(s), now, last.get(s.id) ?? 0).flatMap((p) => usageRequests(contexts.get(s.id)!, p)))
+  const requests = due.filter((s) => !threshold(s)).flatMap((s) => points.get(s.id)!.flatMap((p) => usageRequests(contexts.get(s.id)!, p)))
   const usage = await prefetchUsage(deps, scope, requests)
   const computed = new Map<string, PointInvoice[]>()
   await pool(due, CONCURRENCY, async (sub) => {
     try {
-      computed.set(sub.id, await pointInvoices(deps, scope, contexts.get(sub.id)!, last.get(sub.id) ?? 0, now, usage))
+      computed.set(sub.id, await pointInvoices(deps, scope, contexts.get(sub.id)!, points.get(sub.id)!, usage))
     } catch (err) {
       failure(summary, sub.id, err, deps)
     }
@@ -179,7 +179,7 @@ export async function markOverdue(deps: Deps, now: Date = deps.clock.now()): Pro
         const invoice = await lockInvoice(tx, scope, row.id)
         if (invoice.overdue_notified_at) return
         const marked = await store.markOverdue(tx, scope, row.id, now)
-        await announce(tx, scope, 'invoice.payment.overdue', store.INVOICES, await viewOf(tx, scope, marked))
+        await announceInvoice(tx, scope, 'invoice.payment.overdue', marked)
         overdue++
       })
     }

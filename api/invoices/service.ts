@@ -12,11 +12,11 @@ import type { Actor, Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'
 import { filterConditions, insertRecord, insertRecords, listRecords, requireRecord, updateRecord, type Audit } from '../../infra/records.ts'
-import { couponsFor, engineCoupon, redeem } from '../coupons/service.ts'
+import { engineCoupon, redeem } from '../coupons/service.ts'
 import { customerViews, requireCustomer, type CustomerView } from '../customers/service.ts'
 import { page, type Page } from '../http/list.ts'
 import type { ListRequest } from '../records/schema.ts'
-import { announce, auditOf, referenced, transaction } from '../records/service.ts'
+import { auditOf, referenced, transaction } from '../records/service.ts'
 import { toWire } from '../records/wire.ts'
 import { recordEvents } from '../../infra/outbox.ts'
 import { newId } from '../../core/ids.ts'
@@ -79,9 +79,15 @@ export async function lockInvoice(tx: Tx, scope: Scope, id: string): Promise<sto
   return row
 }
 
-async function announceInvoice(tx: Tx, scope: Scope, eventType: string, row: store.InvoiceRow): Promise<InvoiceView> {
+/** What invoice events carry: the invoice with its lines, coupon applications and taxes (customer and subscription by id). */
+type InvoiceEvent = store.InvoiceRow & Pick<InvoiceView, 'line_items' | 'coupon_applications' | 'taxes'>
+
+const invoiceEvent = (eventType: string, invoice: InvoiceEvent) => ({ eventType, entityType: 'invoice', entityId: invoice.id, payload: { invoice: toWire(invoice) } })
+
+export async function announceInvoice(tx: Tx, scope: Scope, eventType: string, row: store.InvoiceRow): Promise<InvoiceView> {
   const view = await viewOf(tx, scope, row)
-  await announce(tx, scope, eventType, store.INVOICES, view)
+  const { customer: _c, subscription: _s, ...event } = view
+  await recordEvents(tx, scope, [invoiceEvent(eventType, event)])
   return view
 }
 
@@ -276,6 +282,7 @@ export async function createInvoice(deps: Deps, actor: Actor, input: CreateInvoi
     idempotency_key: input.idempotency_key ?? null,
     invoice_number: input.invoice_number ?? null,
     invoice_pdf_url: input.invoice_pdf_url ?? null,
+    payment_status: input.payment_status ?? 'PENDING',
     tax_rate_overrides: input.tax_rate_overrides ?? [],
     metadata: input.metadata ?? {},
   }
@@ -573,7 +580,6 @@ export interface PointInvoice {
   header: ReturnType<typeof subscriptionHeader>
   assembled: Assembled
   subscription: SubscriptionRow
-  customer: CustomerView | null
 }
 
 /**
@@ -609,34 +615,26 @@ export async function createSubscriptionInvoices(deps: Deps, scope: Scope, items
       const k = numbered.indexOf(r)
       Object.assign(r, finalColumns(r, k < 0 ? null : formatNumber(template, first + k, audit.at), todo[rows.indexOf(r)].subscription.collection_method, audit.at))
     }
-    let T = performance.now()
-    let inserted = await insertRecords<store.InvoiceRow>(tx, store.INVOICES, scope, audit, rows)
-    console.error('ins inv', performance.now() - T); T = performance.now()
+    let inserted = await store.insertMany<store.InvoiceRow>(tx, store.INVOICES, scope, audit, rows)
     const computed = inserted.map((row, k) => computedRows(row, todo[k].assembled, audit.at))
     const lines = computed.map((c) => c.lines.map((l) => ({ id: newId(store.LINE_ITEMS.prefix), ...l })))
-    const lineRows = await insertRecords<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, lines.flat())
-    console.error('ins lines', performance.now() - T); T = performance.now()
+    const lineRows = await store.insertMany<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, lines.flat())
     const applications = computed.flatMap((c, k) => c.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[k][line_position].id })))
-    const appRows = await insertRecords<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
-    const taxRows = await insertRecords<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
+    const appRows = await store.insertMany<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
+    const taxRows = await store.insertMany<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
     inserted = await Promise.all(inserted.map((row, k) => (prepaid[k] ? finalizeLocked(deps, tx, scope, audit, row) : row)))
-    T = performance.now()
     await recordEvents(
       tx,
       scope,
-      inserted.map((row, k) => {
-        const view: InvoiceView = {
+      inserted.map((row) =>
+        invoiceEvent(row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', {
           ...row,
-          customer: todo[k].customer,
-          subscription: todo[k].subscription,
           line_items: lineRows.filter((l) => l.invoice_id === row.id),
           coupon_applications: appRows.filter((a) => a.invoice_id === row.id),
           taxes: taxRows.filter((t) => t.entity_id === row.id),
-        }
-        return { eventType: row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', entityType: 'invoice', entityId: row.id, payload: { invoice: toWire(view) } }
-      }),
+        }),
+      ),
     )
-    console.error('events', performance.now() - T)
     return inserted
   })
 }

@@ -506,7 +506,7 @@ export const paidInAdvance = (l: store.LineItemRow): boolean => l.price_type ===
  * Credits for the unused rest of the period of lines paid in advance. Arrear lines bill what was
  * used, so they need none.
  */
-export function unusedCredits(sub: store.SubscriptionRow, lines: store.LineItemRow[], at: Date): ProrationLine[] {
+function unusedCredits(sub: store.SubscriptionRow, lines: store.LineItemRow[], at: Date): ProrationLine[] {
   const period = { periodStart: sub.current_period_start, periodEnd: sub.current_period_end, at }
   return lines
     .filter(paidInAdvance)

@@ -26,7 +26,7 @@ import {
 import type { Deps } from '../../infra/deps.ts'
 import { fromChDateTime } from '../../aggregator/store.ts'
 import { requireCustomer } from '../customers/service.ts'
-import { getMeter, queryRules } from '../meters/service.ts'
+import { getMeter, queryRules, type Meter } from '../meters/service.ts'
 import * as store from './store.ts'
 
 export interface UsageQuery {
@@ -45,7 +45,7 @@ export interface UsageQuery {
 
 export interface MeterUsageQuery extends UsageQuery {
   meterId: string
-  /** 'raw' recounts from meter_usage rows, ignoring the per-minute view (reconciliation). */
+  /** 'raw' recounts from meter_usage rows, ignoring the hourly and per-minute rollups (reconciliation). */
   source?: 'views' | 'raw'
 }
 
@@ -90,10 +90,14 @@ function calendar(q: UsageQuery): CalendarOptions {
   return { billingAnchor: q.billingAnchor, timeZone: q.timeZone }
 }
 
-type SliceSource = (slices: ReturnType<typeof slicesOf>) => Promise<SliceAggregate[]>
+/** Per-slice aggregates for the given slices, by customer ('' when the query is not per customer). */
+type SliceSource = (slices: ReturnType<typeof slicesOf>) => Promise<Map<string, SliceAggregate[]>>
 
-/** Window values and, for aggregations whose windows do not add up, the total over the whole range. */
-async function compute(rules: MeterRules, q: UsageQuery, read: SliceSource): Promise<Pick<UsageResult, 'value' | 'results'>> {
+/**
+ * Window values and, for aggregations whose windows do not add up, the total over the whole range, for
+ * each of `keys` (customers, or the single '' of a query over all of them). A key without rows gets 0s.
+ */
+async function compute(rules: MeterRules, q: UsageQuery, read: SliceSource, keys: readonly string[]): Promise<Map<string, Pick<UsageResult, 'value' | 'results'>>> {
   const cal = calendar(q)
   let windows
   try {
@@ -104,14 +108,20 @@ async function compute(rules: MeterRules, q: UsageQuery, read: SliceSource): Pro
   const base = q.start.getTime()
   const valueRules = rules.aggregation
   const slices = slicesOf(windows, rules.aggregation.bucketSize, cal)
-  const perWindow = windowValues(valueRules, slices, await read(slices), windows.length, base)
-  const results = windows.map((w, i) => ({ ...w, ...perWindow[i] }))
-  if (windows.length === 1 || isAdditive(rules.aggregation.type)) {
-    return { value: perWindow.reduce((acc, w) => acc.plus(w.value), new U(0)), results }
-  }
-  const whole = slicesOf(queryWindows(q.start, q.end, undefined, cal), rules.aggregation.bucketSize, cal)
-  const [total] = windowValues(valueRules, whole, await read(whole), 1, base)
-  return { value: total.value, results }
+  const perSlice = await read(slices)
+  const separate = windows.length > 1 && !isAdditive(rules.aggregation.type)
+  const whole = separate ? slicesOf(queryWindows(q.start, q.end, undefined, cal), rules.aggregation.bucketSize, cal) : []
+  const wholeAggregates = separate ? await read(whole) : new Map<string, SliceAggregate[]>()
+  return new Map(
+    keys.map((key) => {
+      const perWindow = windowValues(valueRules, slices, perSlice.get(key) ?? [], windows.length, base)
+      const results = windows.map((w, i) => ({ ...w, ...perWindow[i] }))
+      const value = separate
+        ? windowValues(valueRules, whole, wholeAggregates.get(key) ?? [], 1, base)[0].value
+        : perWindow.reduce((acc, w) => acc.plus(w.value), new U(0))
+      return [key, { value, results }]
+    }),
+  )
 }
 
 // Measures the aggregation does not need were not read: they stay 0 and are never looked at.
@@ -120,33 +130,68 @@ function fromRow(r: store.SliceRow): SliceAggregate {
   return { slice: r.slice, group: r.group_value, events: n(r.events), sum: n(r.sum), min: n(r.min), max: n(r.max), valueMs: n(r.valueMs), uniques: n(r.uniques), latest: n(r.latest) }
 }
 
-/** Usage of a stored meter. Throws not_found for an unknown meter, service_unavailable while it is first backfilled. */
-export async function meterUsage(deps: Deps, scope: Scope, q: MeterUsageQuery): Promise<UsageResult> {
-  checkRange(q)
-  const meter = await getMeter(deps, scope, q.meterId)
+function byKey(rows: store.SliceRow[]): Map<string, SliceAggregate[]> {
+  const out = new Map<string, SliceAggregate[]>()
+  for (const r of rows) {
+    const key = r.customer ?? ''
+    out.set(key, [...(out.get(key) ?? []), fromRow(r)])
+  }
+  return out
+}
+
+/** A meter queryable now: not_found for an unknown meter, service_unavailable while it is first backfilled. */
+async function readyRules(deps: Deps, scope: Scope, meterId: string): Promise<{ meter: Meter; rules: MeterRules }> {
+  const meter = await getMeter(deps, scope, meterId)
   if (meter.ready_revision === 0) {
     throw serviceUnavailable(`meter ${meter.id} is still counting the events stored before it was created; retry shortly`, { meter_id: meter.id, backfill: meter.backfill }, 2)
   }
-  const rules = queryRules(meter)
-  const externalCustomerIds = await customers(deps, scope, q)
+  return { meter, rules: queryRules(meter) }
+}
+
+function meterSource(deps: Deps, scope: Scope, meter: Meter, rules: MeterRules, q: MeterUsageQuery, externalCustomerIds: string[] | undefined, byCustomer: boolean): SliceSource {
   const hasFilters = q.filters !== undefined && Object.keys(q.filters).length > 0
-  const read: SliceSource = async (slices) => {
-    const rows = await store.sliceAggregates(deps.ch, {
-      scope,
-      meterId: meter.id,
-      revision: rules.revision,
-      externalCustomerIds,
-      starts: slices.map((s) => s.start),
-      end: q.end,
-      splitHours: splitUnits(slices, HOUR),
-      splitMinutes: splitUnits(slices, MINUTE),
-      source: q.source ?? 'views',
-      measures: measuresOf(rules.aggregation.type),
-      eventFilter: hasFilters ? { eventName: meter.event_name, properties: q.filters! } : undefined,
-    })
-    return rows.map(fromRow)
-  }
-  return { meterId: meter.id, eventName: meter.event_name, type: rules.aggregation.type, ...(await compute(rules, q, read)) }
+  return async (slices) =>
+    byKey(
+      await store.sliceAggregates(deps.ch, {
+        scope,
+        meterId: meter.id,
+        revision: rules.revision,
+        externalCustomerIds,
+        starts: slices.map((s) => s.start),
+        end: q.end,
+        splitHours: splitUnits(slices, HOUR),
+        splitMinutes: splitUnits(slices, MINUTE),
+        source: q.source ?? 'views',
+        measures: measuresOf(rules.aggregation.type),
+        eventFilter: hasFilters ? { eventName: meter.event_name, properties: q.filters! } : undefined,
+        byCustomer,
+      }),
+    )
+}
+
+/** Usage of a stored meter. Throws not_found for an unknown meter, service_unavailable while it is first backfilled. */
+export async function meterUsage(deps: Deps, scope: Scope, q: MeterUsageQuery): Promise<UsageResult> {
+  checkRange(q)
+  const { meter, rules } = await readyRules(deps, scope, q.meterId)
+  const read = meterSource(deps, scope, meter, rules, q, await customers(deps, scope, q), false)
+  const result = (await compute(rules, q, read, [''])).get('')!
+  return { meterId: meter.id, eventName: meter.event_name, type: rules.aggregation.type, ...result }
+}
+
+/**
+ * The same usage for many customers (by external id) in one query per range: what a billing run reads.
+ * Each customer's result equals meterUsage for that customer alone.
+ */
+export async function meterUsageByCustomer(
+  deps: Deps,
+  scope: Scope,
+  q: Omit<MeterUsageQuery, 'customerId' | 'externalCustomerId'> & { externalCustomerIds: string[] },
+): Promise<Map<string, UsageResult>> {
+  checkRange(q)
+  const { meter, rules } = await readyRules(deps, scope, q.meterId)
+  const ids = [...new Set(q.externalCustomerIds.map((c) => c.trim()))]
+  const results = await compute(rules, q, meterSource(deps, scope, meter, rules, q, ids, true), ids)
+  return new Map([...results].map(([c, r]) => [c, { meterId: meter.id, eventName: meter.event_name, type: rules.aggregation.type, ...r }]))
 }
 
 export interface AdHocQuery extends UsageQuery {
@@ -170,6 +215,6 @@ export async function eventUsage(deps: Deps, scope: Scope, q: AdHocQuery): Promi
     const r = resolveUsage(rules, { eventName, properties: JSON.parse(e.properties) as UsageEvent['properties'] })
     if (r && 'row' in r) rows.push({ at: fromChDateTime(e.timestamp).getTime(), eventId: e.id, ...r.row })
   }
-  const read: SliceSource = async (slices) => aggregateRows(rows, slices, q.start.getTime())
-  return { eventName, type: q.aggregation.type, ...(await compute(rules, q, read)) }
+  const read: SliceSource = async (slices) => new Map([['', aggregateRows(rows, slices, q.start.getTime())]])
+  return { eventName, type: q.aggregation.type, ...(await compute(rules, q, read, [''])).get('')! }
 }

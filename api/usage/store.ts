@@ -2,6 +2,7 @@
 // instants (ascending, computed in TypeScript); an ASOF JOIN puts each row in the last slice starting at or
 // before it. Whole minutes come from the per-minute view, minutes a slice boundary splits from raw rows.
 import { chDateTime, type ClickHouse } from '../../infra/clickhouse.ts'
+import { LONG_QUERY, sqlDateTimeArray, sqlStringArray } from '../../infra/ch-literals.ts'
 import type { Scope } from '../../core/scope.ts'
 import type { Measure } from '../../core/usage.ts'
 
@@ -20,6 +21,8 @@ export interface SliceQuery {
   source: 'views' | 'raw'
   /** What to compute (core/usage measuresOf). */
   measures: readonly Measure[]
+  /** One aggregate per customer as well (billing runs read many customers at once). */
+  byCustomer?: boolean
   /** Only rows of events whose properties match (key → allowed values); forces the raw source. */
   eventFilter?: Omit<EventSelection, 'scope' | 'externalCustomerIds'>
 }
@@ -28,6 +31,8 @@ export interface SliceQuery {
 export interface SliceRow extends Partial<Record<Measure, string>> {
   slice: number
   group_value: string
+  /** byCustomer queries only. */
+  customer?: string
 }
 
 // Each measure as read from a rollup (by its time column), as computed from raw rows, and as merged per slice.
@@ -56,10 +61,7 @@ function scoped(q: SliceQuery, params: Record<string, unknown>): string {
   params.meter = q.meterId
   params.rev = q.revision
   let sql = 'tenant_id = {tenant:String} AND environment_id = {env:String} AND meter_id = {meter:String} AND revision = {rev:UInt32}'
-  if (q.externalCustomerIds) {
-    params.customers = q.externalCustomerIds
-    sql += ' AND external_customer_id IN {customers:Array(String)}'
-  }
+  if (q.externalCustomerIds) sql += ` AND external_customer_id IN ${sqlStringArray(q.externalCustomerIds)}`
   return sql
 }
 
@@ -77,10 +79,7 @@ function eventWhere(q: EventSelection, params: Record<string, unknown>): string 
   params.event_name = q.eventName
   const parts = ['tenant_id = {tenant:String}', 'environment_id = {env:String}', 'event_name = {event_name:String}',
     "timestamp >= {start:DateTime64(3, 'UTC')}", "timestamp < {end:DateTime64(3, 'UTC')}"]
-  if (q.externalCustomerIds) {
-    params.customers = q.externalCustomerIds
-    parts.push('external_customer_id IN {customers:Array(String)}')
-  }
+  if (q.externalCustomerIds) parts.push(`external_customer_id IN ${sqlStringArray(q.externalCustomerIds)}`)
   Object.entries(q.properties).forEach(([key, values], i) => {
     params[`fk${i}`] = key
     params[`fv${i}`] = values
@@ -123,8 +122,8 @@ function within(col: string, units: Date[], length: string, name: string, params
 }
 
 export async function sliceAggregates(ch: ClickHouse, q: SliceQuery): Promise<SliceRow[]> {
+  const starts = sqlDateTimeArray(q.starts)
   const params: Record<string, unknown> = {
-    starts: q.starts.map(chDateTime),
     start: chDateTime(q.starts[0]),
     end: chDateTime(q.end),
     base: q.starts[0].getTime(),
@@ -132,9 +131,10 @@ export async function sliceAggregates(ch: ClickHouse, q: SliceQuery): Promise<Sl
   const where = scoped(q, params)
   const measures = q.measures.map((m) => ({ m, ...MEASURE_SQL[m] }))
   const range = "timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}"
-  const raw = (only: string) => `SELECT 1 AS k, timestamp AS t, group_value, ${measures.map((x) => `${x.raw} AS ${x.m}`).join(', ')}
-    FROM meter_usage WHERE ${where} AND ${range} ${only} GROUP BY timestamp, group_value`
-  const rollup = (table: string, time: string, only: string) => `SELECT 1 AS k, ${time} AS t, group_value, ${measures.map((x) => `${x.view(time)} AS ${x.m}`).join(', ')}
+  const keys = q.byCustomer ? 'group_value, external_customer_id AS customer' : 'group_value'
+  const raw = (only: string) => `SELECT 1 AS k, timestamp AS t, ${keys}, ${measures.map((x) => `${x.raw} AS ${x.m}`).join(', ')}
+    FROM meter_usage WHERE ${where} AND ${range} ${only} GROUP BY timestamp, ${q.byCustomer ? 'group_value, customer' : 'group_value'}`
+  const rollup = (table: string, time: string, only: string) => `SELECT 1 AS k, ${time} AS t, ${keys}, ${measures.map((x) => `${x.view(time)} AS ${x.m}`).join(', ')}
     FROM ${table} WHERE ${where} AND ${only}`
   const notIn = (col: string, units: Date[], name: string) => {
     if (units.length === 0) return ''
@@ -155,19 +155,21 @@ export async function sliceAggregates(ch: ClickHouse, q: SliceQuery): Promise<Sl
     if (q.splitMinutes.length > 0) parts.push(raw(`AND ${within('timestamp', q.splitMinutes, '1 MINUTE', 'm', params)}`))
   }
   const inline = q.starts.length <= INLINE_SLICES
-  const slice = inline ? "toUInt32(arrayCount(s -> s <= u.t, {starts:Array(DateTime64(3, 'UTC'))}) - 1)" : 'b.slice'
+  const slice = inline ? `toUInt32(arrayCount(s -> s <= u.t, ${starts}) - 1)` : 'b.slice'
   const join = inline
     ? ''
-    : `ASOF INNER JOIN (SELECT 1 AS k, toUInt32(n - 1) AS slice, {starts:Array(DateTime64(3, 'UTC'))}[n] AS s
-                       FROM (SELECT arrayJoin(range(1, length({starts:Array(DateTime64(3, 'UTC'))}) + 1)) AS n)) AS b
+    : `ASOF INNER JOIN (SELECT 1 AS k, toUInt32(n - 1) AS slice, starts[n] AS s
+                       FROM (SELECT ${starts} AS starts, arrayJoin(range(1, length(starts) + 1)) AS n)) AS b
         ON u.k = b.k AND u.t >= b.s`
   const rs = await ch.client.query({
-    query: `SELECT ${slice} AS slice, u.group_value AS group_value, ${measures.map((x) => `toString(${x.merge}(u.${x.m})) AS ${x.m}`).join(', ')}
+    query: `SELECT ${slice} AS slice, u.group_value AS group_value, ${q.byCustomer ? 'u.customer AS customer, ' : ''}
+        ${measures.map((x) => `toString(${x.merge}(u.${x.m})) AS ${x.m}`).join(', ')}
       FROM (${parts.join(' UNION ALL ')}) AS u ${join}
-      GROUP BY slice, group_value
+      GROUP BY slice, group_value${q.byCustomer ? ', customer' : ''}
       ORDER BY slice, group_value`,
     query_params: params,
     format: 'JSONEachRow',
+    clickhouse_settings: LONG_QUERY,
   })
   return rs.json<SliceRow>()
 }

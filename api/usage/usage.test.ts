@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { readyMeter, send, usage } from '../../test/usage-helpers.ts'
-import { meterUsage } from './service.ts'
+import { meterUsage, meterUsageByCustomer } from './service.ts'
 
 let h: Harness
 const meters: Record<string, string> = {}
@@ -141,6 +141,21 @@ describe('query options', () => {
         expect(views.value.toFixed(), key).toBe(raw.value.toFixed())
       }
     }
+  })
+
+  it('reads many customers at once, each exactly as alone', async () => {
+    const scope = { tenantId: h.tenant.tenantId, environmentId: h.tenant.environments.production }
+    const range = { start: new Date('2024-03-01T00:00:00Z'), end: new Date('2024-03-03T00:00:00Z'), windowSize: 'DAY' as const }
+    for (const key of ['sum', 'max', 'unique', 'hourlyMaxByRegion']) {
+      const many = await meterUsageByCustomer(h.running.deps, scope, { meterId: meters[key], ...range, externalCustomerIds: ['acme', 'zeta', 'nobody'] })
+      for (const customer of ['acme', 'zeta', 'nobody']) {
+        const alone = await meterUsage(h.running.deps, scope, { meterId: meters[key], ...range, externalCustomerId: customer })
+        expect(many.get(customer)!.results.map((w) => w.value.toFixed()), `${key} ${customer}`).toEqual(alone.results.map((w) => w.value.toFixed()))
+        expect(many.get(customer)!.value.toFixed()).toBe(alone.value.toFixed())
+      }
+    }
+    const sums = await meterUsageByCustomer(h.running.deps, scope, { meterId: meters.sum, ...range, externalCustomerIds: ['acme', 'zeta', 'nobody'] })
+    expect([...sums].map(([c, r]) => [c, r.value.toFixed()])).toEqual([['acme', '124.5'], ['zeta', '1000'], ['nobody', '0']])
   })
 
   it('answers 400 naming the field for a bad range, window or time zone, and 404 for an unknown meter', async () => {

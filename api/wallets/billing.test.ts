@@ -94,13 +94,17 @@ describe('credits bought by invoice', () => {
     expect((await ledger(w.id))[0].transaction_status).toBe('completed')
   })
 
-  it('fail when their invoice is voided', async () => {
+  it('fail when their invoice is voided, and hold the wallet open until then', async () => {
     const c = await customer(h)
     const w = await newWallet(c.id)
     const { invoice_id } = await topUp(w.id, { credits_to_add: '40', transaction_reason: 'PURCHASED_CREDIT_INVOICED' })
+    const refused = await h.http('POST', `/v1/wallets/${w.id}/terminate`)
+    expect(refused.status).toBe(400)
+    expect(refused.body.details).toEqual({ invoice_ids: [invoice_id] })
     await ok('POST', `/v1/invoices/${invoice_id}/void`)
     expect((await ledger(w.id)).map((t: any) => t.transaction_status)).toEqual(['failed'])
     expect(await balance(w.id)).toBe('0')
+    expect((await ok('POST', `/v1/wallets/${w.id}/terminate`)).wallet_status).toBe('closed')
   })
 })
 

@@ -55,7 +55,7 @@ export interface Ongoing {
 }
 
 /** Finalized invoices of the customer in the wallet's currency with something still to pay. */
-async function unpaidInvoices(deps: Deps, scope: Scope, wallet: store.WalletRow): Promise<UnpaidInvoice[]> {
+export async function unpaidInvoices(deps: Deps, scope: Scope, wallet: store.WalletRow): Promise<UnpaidInvoice[]> {
   const filters = { customer_id: wallet.customer_id, currency: wallet.currency, invoice_status: ['FINALIZED'], payment_status: UNPAID }
   const invoices = await everyItem((params) => listInvoices(deps, systemActor(scope), { params, filters }))
   return invoices.map((i) => ({ amount_remaining: i.amount_remaining, invoice_type: i.invoice_type }))

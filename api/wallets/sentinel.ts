@@ -55,14 +55,20 @@ async function judgeWallet(deps: Deps, wallet: store.WalletRow, audit: Audit): P
 }
 
 /** The wallet-balance-alerts job. */
-export async function checkBalanceAlerts(deps: Deps, now: Date = deps.clock.now()): Promise<{ wallets: number; state_changes: number }> {
+export async function checkBalanceAlerts(deps: Deps, now: Date = deps.clock.now()): Promise<{ wallets: number; state_changes: number; failed: number }> {
   const audit: Audit = { by: 'system', at: now }
-  const summary = { wallets: 0, state_changes: 0 }
+  const summary = { wallets: 0, state_changes: 0, failed: 0 }
   for (let after = ''; ; ) {
     const wallets = await store.activeWalletsAfter(deps.sql, after, BATCH)
     for (const wallet of wallets) {
-      summary.state_changes += await judgeWallet(deps, wallet, audit)
-      summary.wallets++
+      try {
+        summary.state_changes += await judgeWallet(deps, wallet, audit)
+        summary.wallets++
+      } catch (err) {
+        // One wallet whose usage cannot be read (a meter still backfilling, an engine down) keeps its state until the next run.
+        deps.logger.warn({ err, wallet_id: wallet.id }, 'wallet balance alerts not judged')
+        summary.failed++
+      }
     }
     if (wallets.length < BATCH) return summary
     after = wallets[wallets.length - 1].id

@@ -157,11 +157,16 @@ export async function updateWallet(deps: Deps, actor: Actor, id: string, input: 
   })
 }
 
-/** Closes the wallet: expired credits leave as usual, what is left is debited (WALLET_TERMINATION). */
+/**
+ * Closes the wallet: expired credits leave as usual, what is left is debited (WALLET_TERMINATION). Refused
+ * while credits bought by invoice are unpaid: their invoice is paid or voided first, so no payment is lost.
+ */
 export async function terminateWallet(deps: Deps, actor: Actor, id: string): Promise<WalletView> {
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
     const wallet = await lockActive(tx, actor, id)
+    const unpaid = (await store.pendingPurchases(tx, wallet.id)).map((t) => t.reference_id)
+    if (unpaid.length > 0) throw invalidOperation(`wallet ${id} has credits bought by unpaid invoices (${unpaid.join(', ')}): pay or void them first`, { invoice_ids: unpaid })
     await expireCredits(tx, actor, audit, wallet)
     const left = (await balanceAt(tx, wallet.id, audit.at)).credit_balance
     if (left.gt(0)) await appendDebit(tx, actor, audit, wallet, { credits: left, reason: 'WALLET_TERMINATION', description: 'wallet terminated' })

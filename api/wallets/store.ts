@@ -170,11 +170,10 @@ export async function transactionsReferring(db: Db, scope: Scope, type: Referenc
   return rows.map(decodeTransaction)
 }
 
-/** Rule 10: an auto top-up bought by invoice and not paid yet. */
-export async function hasPendingAutoTopup(db: Db, walletId: string): Promise<boolean> {
-  const rows = await db`SELECT 1 FROM wallet_transactions
-    WHERE wallet_id = ${walletId} AND auto_topup AND transaction_status = 'pending' LIMIT 1`
-  return rows.length > 0
+/** Credits bought by invoices not paid yet. */
+export async function pendingPurchases(db: Db, walletId: string): Promise<TransactionRow[]> {
+  const rows = await db`SELECT * FROM wallet_transactions WHERE wallet_id = ${walletId} AND transaction_status = 'pending' ORDER BY created_at, id`
+  return rows.map(decodeTransaction)
 }
 
 /** A pending purchase becomes completed (its invoice was paid) or failed (voided); once. */

@@ -83,7 +83,7 @@ export async function settle(deps: Deps, tx: Tx, scope: Scope, audit: Audit, wal
   if (wallet.wallet_status !== 'active') return wallet
   let balance = await balanceAt(tx, wallet.id, audit.at)
   const auto = autoTopupOf(wallet.auto_topup)
-  const action = autoTopup(auto, balance.credit_balance, auto?.invoicing === true && (await store.hasPendingAutoTopup(tx, wallet.id)))
+  const action = autoTopup(auto, balance.credit_balance, auto?.invoicing === true && (await store.pendingPurchases(tx, wallet.id)).some((t) => t.auto_topup))
   if (action.kind === 'direct') {
     await appendCredit(tx, scope, audit, wallet, { credits: action.amount, reason: 'PURCHASED_CREDIT_DIRECT', auto_topup: true, description: 'auto top-up' })
     balance = await balanceAt(tx, wallet.id, audit.at)

@@ -1,0 +1,14 @@
+// Long value lists inlined into ClickHouse SQL. A query parameter travels in the URL of a server's HTTP
+// request (about 1 MiB at most), too small for a batch's 10,000 event ids or a month of minute windows;
+// SQL text goes in the request body, with max_query_size raised for it.
+import { chDateTime } from './clickhouse.ts'
+
+/** A ClickHouse string literal: backslash and quote escaped, every other character as it is. */
+export const sqlString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
+
+export const sqlStringArray = (values: readonly string[]): string => `[${values.map(sqlString).join(',')}]`
+
+export const sqlDateTimeArray = (dates: readonly Date[]): string => `[${dates.map((d) => `toDateTime64('${chDateTime(d)}', 3, 'UTC')`).join(',')}]`
+
+/** Settings for a query carrying such lists. */
+export const LONG_QUERY = { max_query_size: '134217728' } as const
