@@ -4,6 +4,16 @@ import { created, feature, fixedPrice, meter, plan, twoTenants, unique, usagePri
 const t = twoTenants()
 
 describe('plans and prices', () => {
+  it('expands the credit grants of a plan on GET', async () => {
+    const p = await plan(t.h, { lookup_key: unique('credits') })
+    const g = await t.h.http('POST', '/v1/creditgrants', {
+      body: { name: 'Monthly credits', scope: 'PLAN', plan_id: p.id, credits: '100', cadence: 'RECURRING', period: 'MONTHLY', expiration_type: 'NEVER' },
+    })
+    expect(g.status).toBe(201)
+    const got = await t.h.http('GET', `/v1/plans/${p.id}`)
+    expect(got.body.credit_grants.map((c: { id: string; credits: string }) => [c.id, c.credits])).toEqual([[g.body.id, '100']])
+  })
+
   it('creates a plan with prices and entitlements in one request and expands them on GET', async () => {
     const m = await meter(t.h)
     const sso = await feature(t.h, 'boolean')

@@ -11,6 +11,8 @@ import { insertPrices, preparePrices, priceKeys, pricesOf, type NewPrice, type P
 import type { ListRequest } from '../records/schema.ts'
 import { auditOf, transaction, uniquely } from '../records/service.ts'
 import * as store from './store.ts'
+// credits/service imports this module too; the cycle is safe: neither uses the other while loading.
+import { planCreditGrants } from '../credits/service.ts'
 
 export type { OfferingRow } from './store.ts'
 
@@ -85,11 +87,12 @@ export function findOfferings(db: Db, scope: Scope, entityType: EntityType, ids:
 async function expand(db: Db, scope: Scope, kind: OfferingKind, rows: store.OfferingRow[]): Promise<OfferingView[]> {
   const ids = rows.map((r) => r.id)
   const [prices, entitlements] = [await pricesOf(db, scope, ids), await entitlementsOf(db, scope, ids)]
+  const grants = kind.entityType === 'PLAN' ? await planCreditGrants(db, scope, ids) : undefined
   return rows.map((row) => ({
     ...row,
     prices: prices.filter((p) => p.entity_id === row.id),
     entitlements: entitlements.filter((e) => e.entity_id === row.id),
-    ...(kind.entityType === 'PLAN' ? { credit_grants: [] } : {}),
+    ...(grants ? { credit_grants: grants.filter((g) => g.plan_id === row.id) } : {}),
   }))
 }
 
