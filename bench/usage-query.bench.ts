@@ -82,7 +82,8 @@ report(`## 3. Monthly usage query
 
 ${fmt(N)} events over March 2024 for ${CUSTOMERS} customers (generated in ClickHouse in ${fmt(loadSeconds, 1)} s through the
 event_batches views), one SUM meter; \`meterUsage\` with window_size MONTH, ${RUNS} runs (raw: ${RAW_RUNS}) after 3 warm-up runs, chDB in process.
-"views" reads meter_usage_1m (per-minute states); "raw" recounts meter_usage rows. Both gave the same value.
+"views" reads meter_usage_1h (hourly states; minutes and raw rows only where a boundary cuts an hour); "raw" recounts
+meter_usage rows. Both gave the same value.
 
 | query | views p50 ms | views p99 ms | raw p50 ms | raw p99 ms | value |
 | --- | ---: | ---: | ---: | ---: | ---: |

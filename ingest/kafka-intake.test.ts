@@ -1,10 +1,8 @@
 // Kafka-mode intake against a real broker, with this process cut off from it and reconnected: while the
 // broker cannot be reached the answer is 503 and the client's retry of the same ids counts each once.
-import { connect, type Socket } from 'node:net'
-import type { ISocketFactory } from 'kafkajs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../test/harness.ts'
-import { kafkaBrokers } from '../test/kafka.ts'
+import { cuttableSockets, kafkaBrokers } from '../test/kafka.ts'
 import { readyMeter, usage } from '../test/usage-helpers.ts'
 import { openKafka } from '../infra/kafka.ts'
 import { kafkaSink } from './kafka-sink.ts'
@@ -14,29 +12,6 @@ const brokers = await kafkaBrokers()
 let h: Harness
 let meter: string
 
-/** Real sockets to the broker that can be cut (open ones destroyed, new ones refused) and restored. */
-function cuttableSockets() {
-  let down = false
-  const open = new Set<Socket>()
-  const factory: ISocketFactory = ({ host, port, onConnect }) => {
-    // Port 1 on loopback refuses the connection: what a client sees of a broker that is down.
-    const socket = down ? connect({ host: '127.0.0.1', port: 1 }, onConnect) : connect({ host, port }, onConnect)
-    open.add(socket)
-    socket.on('close', () => open.delete(socket))
-    return socket
-  }
-  return {
-    factory,
-    cut: () => {
-      down = true
-      // As when the broker dies: the peer resets the connection.
-      for (const s of open) s.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
-    },
-    restore: () => {
-      down = false
-    },
-  }
-}
 const net = cuttableSockets()
 
 const body = (ids: string[]) => ({ events: ids.map((id) => ({ event_id: id, event_name: 'ping', external_customer_id: 'k1', timestamp: '2024-09-01T00:00:00Z' })) })
