@@ -1,7 +1,8 @@
 // Test harness: starts the real program in-process on real engines (PGlite or the Postgres of
-// DATABASE_URL, chDB, Kafka when KAFKA_BROKERS is set) with a fresh data directory and a fresh
+// DATABASE_URL, in a database of its own), chDB, Kafka when KAFKA_BROKERS is set, with a fresh data directory and a fresh
 // tenant per test file, and drives it over HTTP.
 import { mkdtempSync, rmSync } from 'node:fs'
+import postgres from 'postgres'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig, type Config } from '../core/config.ts'
@@ -41,10 +42,34 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({ ...env, ...overrides })
 }
 
+/**
+ * On a Postgres server (CI), a database of this test file's own: scheduled jobs run over every tenant,
+ * so test files sharing one database would see each other's subscriptions and invoices.
+ */
+async function ownDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `meterbill_test_${process.pid}_${Date.now()}`
+  const admin = () => postgres(serverUrl, { max: 1, onnotice: () => {} })
+  const create = admin()
+  await create.unsafe(`CREATE DATABASE ${name}`)
+  await create.end()
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const drop = admin()
+      await drop.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await drop.end()
+    },
+  }
+}
+
 export async function startHarness(
   options: { roles?: RoleName[]; clock?: Clock; env?: Record<string, string> } = {},
 ): Promise<Harness> {
-  const config = testConfig(options.env)
+  const server = options.env?.DATABASE_URL ?? process.env.DATABASE_URL
+  const database = server ? await ownDatabase(server) : undefined
+  const config = testConfig({ ...options.env, ...(database ? { DATABASE_URL: database.url } : {}) })
   const running = await startRoles(config, options.roles ?? ['api', 'ingest'], { clock: options.clock })
   const baseUrl = `http://127.0.0.1:${running.port}`
   const tenant = await createTenant(running.deps, `test-${process.pid}-${Date.now()}`)
@@ -75,6 +100,7 @@ export async function startHarness(
     newTenant: (name = `other-${Date.now()}`) => createTenant(running.deps, name),
     stop: async () => {
       await running.stop()
+      await database?.drop()
       rmSync(config.dataDir, { recursive: true, force: true })
     },
   }

@@ -41,7 +41,13 @@ describe('the subscription lifecycle over time', () => {
     await h.http('POST', `/v1/subscriptions/${scheduled.id}/cancel`, { body: { cancellation_type: 'scheduled_date', cancel_at: '2025-03-10T00:00:00Z' } })
     expect([future.subscription_status, parent.subscription_status, child.subscription_status]).toEqual(['not_started', 'trialing', 'trialing'])
     expect(await granted(future.customer_id)).toEqual([])
-    expect((await advanceSubscriptions(h.running.deps)).advanced).toBe(0)
+    // The job runs over every tenant (in CI other test files share the database): check that nothing of ours moved.
+    await advanceSubscriptions(h.running.deps)
+    expect([(await get(future.id)).subscription_status, (await get(parent.id)).subscription_status, (await get(child.id)).subscription_status]).toEqual([
+      'not_started',
+      'trialing',
+      'trialing',
+    ])
   })
 
   it('grants a future subscription from its start, before the job has run, and activates it then', async () => {
@@ -85,6 +91,7 @@ describe('the subscription lifecycle over time', () => {
     clock.set('2025-06-20T00:00:00Z')
     await runJob(h.running.deps, jobs.find((j) => j.name === 'subscription-lifecycle')!)
     expect(await get(renewing.id)).toMatchObject({ current_period_start: '2025-06-15T10:00:00.000Z', current_period_end: '2025-07-15T10:00:00.000Z' })
-    expect(await advanceSubscriptions(h.running.deps)).toEqual({ advanced: 0, events: {} })
+    await advanceSubscriptions(h.running.deps)
+    expect(await get(renewing.id)).toMatchObject({ current_period_start: '2025-06-15T10:00:00.000Z', current_period_end: '2025-07-15T10:00:00.000Z' })
   })
 })
