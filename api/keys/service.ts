@@ -155,7 +155,6 @@ export async function listKeys(deps: Deps, actor: Actor, params: ListParams): Pr
 export async function revokeKey(deps: Deps, actor: Actor, id: string): Promise<KeyView> {
   const row = await store.revokeKey(deps.sql, actor, id, actor.keyId, deps.clock.now())
   if (!row) throw notFound('api key', id)
-  const hash = await store.hashOf(deps.sql, actor, id)
-  if (hash) stateOf(deps).cache.delete(hash.toString('base64'))
+  stateOf(deps).cache.delete(row.key_hash.toString('base64'))
   return view(row)
 }

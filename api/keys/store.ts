@@ -46,17 +46,12 @@ export async function listKeys(db: Db, scope: Scope, params: ListParams): Promis
   return listRows<ApiKeyRow>(db, 'api_keys', baseFilters(db, scope, params), params, COLUMNS)
 }
 
-export async function revokeKey(db: Db, scope: Scope, id: string, by: string, at: Date): Promise<ApiKeyRow | undefined> {
-  const [row] = await db<ApiKeyRow[]>`UPDATE api_keys SET revoked_at = ${at}, status = 'deleted', updated_at = ${at}, updated_by = ${by}
+/** Revokes a live key; answers it with its hash, so the caller can drop it from the lookup cache. */
+export async function revokeKey(db: Db, scope: Scope, id: string, by: string, at: Date): Promise<(ApiKeyRow & { key_hash: Buffer }) | undefined> {
+  const [row] = await db<(ApiKeyRow & { key_hash: Buffer })[]>`UPDATE api_keys SET revoked_at = ${at}, status = 'deleted', updated_at = ${at}, updated_by = ${by}
     WHERE id = ${id} AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND revoked_at IS NULL
-    RETURNING ${db.unsafe(COLUMNS)}`
+    RETURNING ${db.unsafe(COLUMNS)}, key_hash`
   return row
-}
-
-export async function hashOf(db: Db, scope: Scope, id: string): Promise<Buffer | undefined> {
-  const [row] = await db<{ key_hash: Buffer }[]>`SELECT key_hash FROM api_keys
-    WHERE id = ${id} AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}`
-  return row?.key_hash
 }
 
 /** One statement for every key used since the last flush: no write per request. */
