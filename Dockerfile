@@ -2,6 +2,8 @@
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# A larger young generation: intake allocates per event and spends ~15% less CPU with it (docs/usage.md).
+ENV NODE_OPTIONS=--max-semi-space-size=64
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY . .

@@ -2,15 +2,21 @@
 // mode and (with KAFKA_BROKERS) Kafka mode, each as a ratio to a parse-and-validate-only server measured
 // in the same run. Server and load generator share this machine's cores.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { blast, bulkBody, fmt, report, type LoadResult } from './common.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
 const CONCURRENCY = 16
+const YOUNG_GENERATION = '--max-semi-space-size=64'
 
 async function server(mode: string): Promise<{ port: number; key: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], { stdio: ['ignore', 'pipe', 'inherit'] })
+  // The young-generation size docs/usage.md recommends for intake (NODE_OPTIONS): requests in flight hold thousands
+  // of events, which a small young generation copies over and over.
+  const child = spawn(process.execPath, [YOUNG_GENERATION, '--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve)
     child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)))
@@ -18,14 +24,28 @@ async function server(mode: string): Promise<{ port: number; key: string; child:
   return { ...(JSON.parse(line) as { port: number; key: string }), child }
 }
 
-async function measure(mode: string): Promise<Record<number, LoadResult>> {
+/** CPU seconds the process has used, all its threads (Linux /proc; NaN elsewhere). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return Number.NaN
+  }
+}
+
+type Measured = LoadResult & { cpuPerEvent: number }
+
+async function measure(mode: string): Promise<Record<number, Measured>> {
   const s = await server(mode)
-  const results: Record<number, LoadResult> = {}
+  const results: Record<number, Measured> = {}
   try {
     for (const size of [100, 1000]) {
       // A short warm-up (JIT, connections, first batches) before the measured run.
       await blast({ port: s.port, path: '/v1/events/bulk', key: s.key, eventsPerRequest: size, body: bulkBody, concurrency: CONCURRENCY, seconds: 1 })
-      results[size] = await blast({ port: s.port, path: '/v1/events/bulk', key: s.key, eventsPerRequest: size, body: bulkBody, concurrency: CONCURRENCY, seconds: SECONDS })
+      const cpu = cpuSeconds(s.child.pid!)
+      const r = await blast({ port: s.port, path: '/v1/events/bulk', key: s.key, eventsPerRequest: size, body: bulkBody, concurrency: CONCURRENCY, seconds: SECONDS })
+      results[size] = { ...r, cpuPerEvent: ((cpuSeconds(s.child.pid!) - cpu) * 1e6) / r.events }
     }
   } finally {
     s.child.kill('SIGTERM')
@@ -35,22 +55,24 @@ async function measure(mode: string): Promise<Record<number, LoadResult>> {
 }
 
 const modes = ['ceiling', 'direct', ...(process.env.KAFKA_BROKERS ? ['kafka'] : [])]
-const all: Record<string, Record<number, LoadResult>> = {}
+const all: Record<string, Record<number, Measured>> = {}
 for (const mode of modes) all[mode] = await measure(mode)
 
 const rows = modes.flatMap((mode) =>
   [100, 1000].map((size) => {
     const r = all[mode][size]
     const ratio = r.eventsPerSecond / all.ceiling[size].eventsPerSecond
-    return `| ${mode} | ${size} | ${fmt(r.eventsPerSecond)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${mode === 'ceiling' ? '1.00' : fmt(ratio, 2)} | ${r.failed} |`
+    return `| ${mode} | ${size} | ${fmt(r.eventsPerSecond)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${mode === 'ceiling' ? '1.00' : fmt(ratio, 2)} | ${fmt(r.cpuPerEvent, 1)} | ${r.failed} |`
   }),
 )
 report(`## 1. HTTP bulk intake
 
 ${CONCURRENCY} keep-alive connections, ${SECONDS} s per row after a 1 s warm-up; every event distinct (1000 customers).
-"ceiling" is the same program (auth, rate limit, JSON parse, ajv validation, normalisation) with a sink that
-discards events; ratio = events/s of the row ÷ ceiling events/s at the same request size.${process.env.KAFKA_BROKERS ? ` Kafka: ${process.env.KAFKA_BROKERS}, acks=all, idempotent producer.` : ' Kafka mode not measured (KAFKA_BROKERS unset).'}
+"ceiling" is the same program (auth, rate limit, JSON parse, validation, normalisation) with a sink that
+discards events; ratio = events/s of the row ÷ ceiling events/s at the same request size. Servers run with
+\`${YOUNG_GENERATION}\` (docs/usage.md); in Kafka mode the producer runs on its own thread. Server CPU: all threads of
+the server process over the measured run ÷ events accepted; it moves less with other load on the machine than events/s.${process.env.KAFKA_BROKERS ? ` Kafka: ${process.env.KAFKA_BROKERS}, acks=all, idempotent producer.` : ' Kafka mode not measured (KAFKA_BROKERS unset).'}
 
-| mode | events/request | events/s accepted | p50 ms | p99 ms | ratio to ceiling | non-202 |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+| mode | events/request | events/s accepted | p50 ms | p99 ms | ratio to ceiling | server CPU µs/event | non-202 |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}`)

@@ -3,8 +3,10 @@
 // numbers are kept as decimal strings (meters read numeric strings like numbers).
 import { isSafeNumber, parse } from 'lossless-json'
 
-// A run of 16 or more digits (a dot allowed among them) or an exponent: a number JSON.parse may round.
-const RISKY = /\d(?:\.?\d){15}|\d[eE]/
+// A number JSON.parse may round: 16 or more digits (a dot allowed among them) or an exponent. Tried only where a
+// number can start (after `:`, `[` or `,`): the scan costs less than half as much, and long digit runs inside
+// strings (ids) no longer send a body down the slow path.
+const RISKY = /[:,[]\s*-?\d(?:\.?\d){15}|[:,[]\s*-?\d+(?:\.\d*)?[eE]/
 
 export function exactJson(raw: string | undefined, parsed: unknown): unknown {
   if (raw === undefined || !RISKY.test(raw)) return parsed

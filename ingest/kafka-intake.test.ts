@@ -5,7 +5,7 @@ import { startHarness, type Harness } from '../test/harness.ts'
 import { cuttableSockets, kafkaBrokers } from '../test/kafka.ts'
 import { readyMeter, usage } from '../test/usage-helpers.ts'
 import { openKafka } from '../infra/kafka.ts'
-import { kafkaSink } from './kafka-sink.ts'
+import { openProducer, sendWith, threadedKafkaSink } from './kafka-sink.ts'
 import { attachSink } from './sink.ts'
 
 const brokers = await kafkaBrokers()
@@ -24,7 +24,12 @@ describe.skipIf(!brokers)('Kafka intake when the broker goes away', () => {
     })
     // Intake produces through sockets the test can cut; the aggregator keeps its own connection.
     const handle = openKafka({ ...h.config, kafkaBrokers: brokers!.split(',') }, { socketFactory: net.factory })
-    attachSink(h.running.deps, await kafkaSink(h.running.deps, handle))
+    // The producer runs on this thread (in place of the producer thread) so that it uses those sockets.
+    const producerHere = async () => {
+      const producer = await openProducer(handle)
+      return { produce: sendWith(producer, handle.topic), close: () => producer.disconnect(), exited: new Promise<void>(() => {}) }
+    }
+    attachSink(h.running.deps, await threadedKafkaSink(h.running.deps, producerHere))
     meter = await readyMeter(h, { name: 'pings', event_name: 'ping', aggregation: { type: 'COUNT' } })
   })
   afterAll(() => h?.stop())

@@ -1,0 +1,97 @@
+// The shortcuts of intake's hot path against what they stand in for: the fast event check never accepts what ajv
+// refuses, and the hand-written partitioner puts every key where kafkajs' default partitioner does.
+import { Partitioners, type PartitionerArgs } from 'kafkajs'
+import { describe, expect, it } from 'vitest'
+import { validateBody } from '../api/http/validate.ts'
+import { keyPartition } from './kafka-sink.ts'
+import { eventSchema, plainEvent } from './schema.ts'
+
+const ajvAccepts = (raw: unknown): boolean => {
+  try {
+    validateBody(eventSchema, raw)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const good = { event_name: 'api.call', external_customer_id: 'cust-1' }
+const long = (n: number) => 'x'.repeat(n)
+
+describe('the fast event check', () => {
+  it.each([
+    ['the two required fields', good],
+    ['every field', { ...good, event_id: 'e1', customer_id: 'cus_1', source: 'sdk', timestamp: '2024-03-10T12:30:45.123Z', properties: { n: 1, s: 'x', o: {} } }],
+    ['an offset timestamp', { ...good, timestamp: '2024-03-10T12:30:45+05:30' }],
+    ['names at their length limit', { ...good, event_name: long(319), event_id: long(319), customer_id: long(255), source: long(255) }],
+  ])('accepts %s, as ajv does', (_, raw) => {
+    expect(plainEvent(raw)).toBe(true)
+    expect(ajvAccepts(raw)).toBe(true)
+  })
+
+  it.each([
+    ['null', null],
+    ['an array', [good]],
+    ['a string', 'event'],
+    ['no event_name', { external_customer_id: 'c' }],
+    ['no external_customer_id', { event_name: 'e' }],
+    ['a numeric event_name', { ...good, event_name: 5 }],
+    ['a null customer id', { ...good, external_customer_id: null }],
+    ['an unknown field', { ...good, tenant_id: 't' }],
+    ['an event_name too long', { ...good, event_name: long(320) }],
+    ['a customer_id too long', { ...good, customer_id: long(256) }],
+    ['a source too long', { ...good, source: long(256) }],
+    ['an array of properties', { ...good, properties: [1] }],
+    ['null properties', { ...good, properties: null }],
+    ['string properties', { ...good, properties: '{}' }],
+    ['a bad timestamp', { ...good, timestamp: 'yesterday' }],
+    ['a timestamp without a zone', { ...good, timestamp: '2024-03-10T12:30:45' }],
+    ['February 30th', { ...good, timestamp: '2024-02-30T00:00:00Z' }],
+    ['a numeric timestamp', { ...good, timestamp: 1710000000000 }],
+  ])('leaves %s to ajv, which refuses it', (_, raw) => {
+    expect(plainEvent(raw)).toBe(false)
+    expect(ajvAccepts(raw)).toBe(false)
+  })
+
+  it.each([
+    ['a leap second', { ...good, timestamp: '2016-12-31T23:59:60Z' }],
+    ['a lower-case t', { ...good, timestamp: '2024-03-10t12:30:45Z' }],
+    ['an offset without colon', { ...good, timestamp: '2024-03-10T12:30:45+0530' }],
+    ['a name of 319 astral characters (638 UTF-16 units)', { ...good, event_name: '😀'.repeat(319) }],
+  ])('leaves %s to ajv, which accepts it', (_, raw) => {
+    expect(plainEvent(raw)).toBe(false)
+    expect(ajvAccepts(raw)).toBe(true)
+  })
+
+  it('never accepts what ajv refuses over 5,000 generated events', () => {
+    let seed = 7
+    const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32)
+    const values = ['ok', '', ' ', long(255), long(256), long(319), long(320), 1, null, true, {}, [], '2024-03-10T12:30:45Z', '2024-02-30T00:00:00Z', '2024-03-10T12:30:45', { n: 1 }]
+    const fields = ['event_name', 'external_customer_id', 'event_id', 'customer_id', 'timestamp', 'source', 'properties', 'extra']
+    let accepted = 0
+    for (let i = 0; i < 5000; i++) {
+      const raw: Record<string, unknown> = {}
+      for (const f of fields) if (random() < 0.7) raw[f] = values[Math.floor(random() * values.length)]
+      if (plainEvent(raw)) {
+        accepted++
+        expect(ajvAccepts(raw), JSON.stringify(raw)).toBe(true)
+      }
+    }
+    expect(accepted).toBeGreaterThan(0)
+  })
+})
+
+describe('keyPartition', () => {
+  it('puts every key in the partition kafkajs chooses', () => {
+    const kafkajs = Partitioners.DefaultPartitioner()
+    const keys = ['', 'a', 'ab', 'abc', 'abcd', 't_1:env_2:cust-42', 'ü', 'ключ:клиент', '😀x', long(5000)]
+    for (let i = 0; i < 3000; i++) keys.push(`t${i}:e${i % 7}:${'c'.repeat(i % 13)}${String.fromCharCode(i % 3000)}`)
+    for (const partitions of [1, 6, 7]) {
+      const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionId, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0] }))
+      for (const key of keys) {
+        const args: PartitionerArgs = { topic: 'usage', partitionMetadata, message: { key, value: '' } }
+        expect(keyPartition(key, partitions), key).toBe(kafkajs(args))
+      }
+    }
+  })
+})
