@@ -41,7 +41,7 @@ const total = async (meter: string, customer?: string) =>
 describe.skipIf(!brokers)('Kafka mode', () => {
   beforeAll(async () => {
     // The aggregator is started by the tests themselves, so that they can crash and restart it.
-    h = await startHarness({ roles: ['api', 'ingest'], env: { KAFKA_BROKERS: brokers!, KAFKA_TOPIC: topic, METER_BACKFILL_SETTLE_SECONDS: '0', BATCH_MAX_ROWS: '500' } })
+    h = await startHarness({ roles: ['api', 'ingest'], env: { KAFKA_BROKERS: brokers!, KAFKA_TOPIC: topic, METER_BACKFILL_SETTLE_SECONDS: '0', AGGREGATOR_MAX_ROWS: '500' } })
     count = await readyMeter(h, { name: 'count', event_name: 'job', aggregation: { type: 'COUNT' } })
     sum = await readyMeter(h, { name: 'sum', event_name: 'job', aggregation: { type: 'SUM', field: 'n' } })
   })
@@ -135,6 +135,23 @@ describe.skipIf(!brokers)('Kafka mode', () => {
     await until('all 5000 events are counted', async () => (await total(count)) === '5000', 120_000)
     expect(await total(sum)).toBe(String(expectedSum(3000) + expectedSum(2000)))
   }, 180_000)
+
+  it('reads a failed chunk again, and the chunks queued behind it, although the fetch had moved past them', async () => {
+    await stopAggregator!()
+    let failures = 0
+    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!, {
+      // The first chunk's commit fails after a pause in which the next chunks are fetched and queued.
+      afterInsert: async () => {
+        if (failures++ > 0) return
+        await new Promise((r) => setTimeout(r, 1000))
+        throw new Error('commit lost')
+      },
+    })
+    await send(h, events('c', 2000, 40), { customer: 'x', name: 'job' })
+    await until('all 7000 events are counted', async () => (await total(count)) === '7000')
+    expect(failures).toBeGreaterThan(4)
+    expect(await total(sum)).toBe(String(expectedSum(3000) + 2 * expectedSum(2000)))
+  })
 
   it('per-minute views agree with a recount from raw rows', async () => {
     const scope = { tenantId: h.tenant.tenantId, environmentId: h.tenant.environments.production }

@@ -11,11 +11,13 @@ export interface RetryPolicy {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-export async function retry<T>(fn: () => Promise<T>, policy: RetryPolicy): Promise<T> {
+/** `permanent` errors end the retries at once: trying the same thing again cannot succeed. */
+export async function retry<T>(fn: () => Promise<T>, policy: RetryPolicy, permanent: (err: unknown) => boolean = () => false): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn()
     } catch (err) {
+      if (permanent(err)) throw err
       policy.onError?.(err, attempt)
       if (attempt >= policy.attempts || policy.stopped?.()) throw err
       await sleep(Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1)))

@@ -1,6 +1,6 @@
 // (2) Kafka → ClickHouse: a topic pre-loaded with N events is drained by one aggregator (the sustained
-// rate the consumer, dedup lookup, meter resolution and insert reach), then the end-to-end lag of single
-// events sent over HTTP while the aggregator idles. Needs KAFKA_BROKERS.
+// rate the consumer, dedup lookup, meter resolution and insert reach, pipelined), then the end-to-end lag
+// of single events sent over HTTP while the aggregator idles. Needs KAFKA_BROKERS.
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -84,7 +84,8 @@ report(`## 2. Kafka → ClickHouse
 
 ${fmt(N)} events pre-loaded into a ${brokers} topic (6 partitions; produced at ${fmt(N / produceSeconds)} events/s by one kafkajs
 producer), then drained by one aggregator process with one SUM meter: dedup lookup, meter resolution, one insert per
-chunk of up to ${fmt(config.batch.maxRows)} rows, commit after the insert.
+chunk of up to ${fmt(config.batch.aggregatorMaxRows)} rows (AGGREGATOR_MAX_ROWS) into chDB, commit after the insert; the next chunk is
+fetched, parsed, looked up and resolved while the one before it is inserted.
 
 | measure | value |
 | --- | ---: |

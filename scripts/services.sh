@@ -6,6 +6,9 @@
 #   bash scripts/services.sh [start|stop|status|env]     (npm run services -- stop)
 #   eval "$(bash scripts/services.sh)"                   # start + export KAFKA_BROKERS
 #
+# More brokers (fault tests): KAFKA_PORT, KAFKA_CONTROLLER_PORT and KAFKA_RUN_DIR (its data, config,
+# pid and logs; default $SERVICES_DIR/kafka) name one; the jars are shared.
+#
 # Only `export` lines go to stdout so the output can be eval'ed; messages go to stderr.
 # Topics are not created here: the application ensures its own topics at start.
 set -euo pipefail
@@ -20,8 +23,8 @@ START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" # node resolves kafkajs from ./node_modules
 SERVICES_DIR="${SERVICES_DIR:-$ROOT/.services}"
-KDIR="$SERVICES_DIR/kafka"
-LIBS="$KDIR/libs-$KAFKA_VERSION" # per version, so changing KAFKA_VERSION refetches
+LIBS="$SERVICES_DIR/kafka/libs-$KAFKA_VERSION" # per version, so changing KAFKA_VERSION refetches
+KDIR="${KAFKA_RUN_DIR:-$SERVICES_DIR/kafka}"
 DATA="$KDIR/data"
 CONF="$KDIR/server.properties"
 PIDFILE="$KDIR/kafka.pid"
@@ -73,7 +76,7 @@ wait_ready() {
 fetch_jars() {
   [[ -f $LIBS/.complete ]] && return
   say "fetching Kafka $KAFKA_VERSION jars from Maven Central (first run only)..."
-  rm -rf "$LIBS" "$LIBS.tmp" && mkdir -p "$KDIR"
+  rm -rf "$LIBS" "$LIBS.tmp" && mkdir -p "$KDIR" "${LIBS%/*}"
   mvn -B -f "$ROOT/scripts/kafka/pom.xml" dependency:copy-dependencies -Dkafka.version="$KAFKA_VERSION" \
     -DincludeScope=runtime -DoutputDirectory="$LIBS.tmp" >"$KDIR/mvn.log" 2>&1 || {
     grep -E 'ERROR|WARN' "$KDIR/mvn.log" | head -n 20 >&2
@@ -176,5 +179,6 @@ case "${1:-start}" in
   stop) stop ;;
   status) status ;;
   env) print_env ;;
-  *) die "usage: $0 [start|stop|status|env]" ;;
+  jars) [[ -f $LIBS/.complete ]] ;; # exit status only: are the jars fetched (tests that start brokers of their own)
+  *) die "usage: $0 [start|stop|status|env|jars]" ;;
 esac

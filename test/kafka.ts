@@ -1,6 +1,12 @@
 // Kafka tests need a broker (KAFKA_BROKERS, e.g. from `eval "$(bash scripts/services.sh)"`). Without one
 // they are skipped locally with "skipped: no Kafka", and fail in CI, where a broker is part of the run.
-import { connect, type Socket } from 'node:net'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { connect, createServer, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { Kafka, logLevel, type ISocketFactory } from 'kafkajs'
 
 export async function kafkaBrokers(): Promise<string | undefined> {
@@ -45,6 +51,57 @@ export function cuttableSockets(): { factory: ISocketFactory; cut(): void; resto
     },
     restore: () => {
       down = false
+    },
+  }
+}
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const run = promisify(execFile)
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+    server.once('error', reject)
+  })
+
+export interface OwnBroker {
+  brokers: string
+  /** kill -9 of the broker process: no clean shutdown. */
+  kill(): void
+  /** Starts it again on the same ports and data; resolves once it serves requests. */
+  start(): Promise<void>
+  stop(): Promise<void>
+}
+
+/**
+ * A single-node broker of the test's own, for faults on the broker process itself: scripts/services.sh on
+ * free ports and a fresh run directory, with the jars the script fetched for the shared broker. Without
+ * those jars it is skipped locally with "skipped: no Kafka", and fails in CI.
+ */
+export async function ownBroker(): Promise<OwnBroker | undefined> {
+  const script = join(ROOT, 'scripts/services.sh')
+  try {
+    await run('bash', [script, 'jars'])
+  } catch {
+    if (process.env.CI) throw new Error('the broker fault test needs the Kafka jars in .services/; run scripts/services.sh first')
+    console.warn('skipped: no Kafka')
+    return undefined
+  }
+  const [port, controllerPort] = [await freePort(), await freePort()]
+  const dir = mkdtempSync(join(tmpdir(), 'meterbill-broker-'))
+  const env = { ...process.env, KAFKA_PORT: String(port), KAFKA_CONTROLLER_PORT: String(controllerPort), KAFKA_RUN_DIR: dir }
+  const services = async (command: 'start' | 'stop'): Promise<void> => void (await run('bash', [script, command], { env, cwd: ROOT }))
+  await services('start')
+  return {
+    brokers: `127.0.0.1:${port}`,
+    kill: () => process.kill(Number(readFileSync(join(dir, 'kafka.pid'), 'utf8')), 'SIGKILL'),
+    start: () => services('start'),
+    stop: async () => {
+      await services('stop')
+      rmSync(dir, { recursive: true, force: true })
     },
   }
 }

@@ -1,0 +1,131 @@
+// An event intake accepts but ClickHouse refuses: a `source` holding a lone UTF-16 surrogate ("\ud800"),
+// which JSON allows and ClickHouse's JSON reader does not (CANNOT_PARSE_ESCAPE_SEQUENCE). Its batch is
+// split until the event is alone; the event goes to the dead-letter topic and is recorded as rejected,
+// the rest of the batch is stored once — also when the split is cut short by a crash and redone.
+import { Kafka, logLevel } from 'kafkajs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { UsageEvent } from '../core/events.ts'
+import type { ClickHouse } from '../infra/clickhouse.ts'
+import { startHarness, type Harness } from '../test/harness.ts'
+import { kafkaBrokers } from '../test/kafka.ts'
+import { readyMeter, usage } from '../test/usage-helpers.ts'
+import { writeBatch } from './writer.ts'
+
+const brokers = await kafkaBrokers()
+const RANGE = { start_time: '2024-07-01T00:00:00Z', end_time: '2024-08-01T00:00:00Z' }
+const BAD = 137
+// n = 1, 2, …, 200: the batch sums to 20100; without the refused event, 20100 - 138 = 19962.
+const body = (prefix: string) => ({
+  events: Array.from({ length: 200 }, (_, i) => ({
+    event_id: `${prefix}-${i}`,
+    event_name: 'job',
+    external_customer_id: 'acme',
+    timestamp: new Date(Date.UTC(2024, 6, 1 + (i % 28), i % 24)).toISOString(),
+    ...(i === BAD ? { source: 'sdk-\ud800' } : { source: 'sdk' }),
+    properties: { n: i + 1 },
+  })),
+})
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
+
+const totals = async (h: Harness, meters: string[]) => Promise.all(meters.map(async (m) => (await usage(h, { meter_id: m, ...RANGE })).value))
+
+/** A harness with a COUNT and a SUM meter of `job` events. */
+async function withMeters(options: Parameters<typeof startHarness>[0]): Promise<{ h: Harness; meters: string[] }> {
+  const h = await startHarness(options)
+  const meters = [
+    await readyMeter(h, { name: 'count', event_name: 'job', aggregation: { type: 'COUNT' } }),
+    await readyMeter(h, { name: 'sum', event_name: 'job', aggregation: { type: 'SUM', field: 'n' } }),
+  ]
+  return { h, meters }
+}
+
+describe.skipIf(!brokers)('an event ClickHouse refuses, in Kafka mode', () => {
+  const topic = `usage-events-refused-${process.pid}-${Date.now()}`
+  let h: Harness
+  let meters: string[]
+  beforeAll(async () => {
+    ;({ h, meters } = await withMeters({ roles: ['api', 'ingest', 'aggregator'], env: { KAFKA_BROKERS: brokers!, KAFKA_TOPIC: topic, METER_BACKFILL_SETTLE_SECONDS: '0' } }))
+  })
+  afterAll(async () => {
+    await h?.stop()
+  })
+
+  it('goes to the dead-letter topic and is looked up as rejected; the rest of its batch is counted exactly', async () => {
+    const res = await h.http('POST', '/v1/events/bulk', { body: body('r') })
+    expect(res.status, JSON.stringify(res.body)).toBe(202)
+    expect(res.body.failed).toEqual([])
+    await until('the refused event is looked up as rejected', async () => (await h.http('GET', `/v1/events/lookup?event_id=r-${BAD}`)).status === 200)
+    const lookup = (await h.http('GET', `/v1/events/lookup?event_id=r-${BAD}`)).body
+    expect(lookup.status).toBe('rejected')
+    expect(lookup.reason).toMatch(/^ClickHouse refused the event: Cannot parse escape sequence.*\(CANNOT_PARSE_ESCAPE_SEQUENCE\)$/)
+    expect(lookup.received_at).not.toMatch(/^1970/)
+    expect((await h.http('GET', `/v1/events/lookup?event_id=r-${BAD + 1}`)).body.status).toBe('stored')
+    await until('the other 199 are counted', async () => (await totals(h, meters))[0] === '199')
+    expect(await totals(h, meters)).toEqual(['199', '19962'])
+
+    const kafka = new Kafka({ brokers: brokers!.split(','), logLevel: logLevel.NOTHING })
+    const consumer = kafka.consumer({ groupId: `dlq-reader-${process.pid}-${Date.now()}` })
+    await consumer.connect()
+    await consumer.subscribe({ topic: `${topic}-dlq`, fromBeginning: true })
+    const dead: { id: string; reason: string }[] = []
+    await consumer.run({ eachMessage: async ({ message }) => void dead.push({ id: JSON.parse(String(message.value)).id, reason: String(message.headers?.reason) }) })
+    await until('the refused event is read back from the dead-letter topic', async () => dead.length >= 1, 30_000)
+    await consumer.disconnect()
+    expect(dead).toEqual([{ id: `r-${BAD}`, reason: lookup.reason }])
+  })
+
+  it('counts nothing twice when the same batch is sent again', async () => {
+    const res = await h.http('POST', '/v1/events/bulk', { body: body('r') })
+    expect(res.status).toBe(202)
+    await until('the resent copies are dropped', async () => (await h.http('GET', `/v1/events/lookup?event_id=r-${BAD + 1}`)).body.status === 'duplicate')
+    expect(await totals(h, meters)).toEqual(['199', '19962'])
+  })
+})
+
+describe('an event ClickHouse refuses, in direct mode', () => {
+  let h: Harness
+  let meters: string[]
+  beforeAll(async () => {
+    ;({ h, meters } = await withMeters({ env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' } }))
+  })
+  afterAll(async () => {
+    await h?.stop()
+  })
+
+  it('is rejected, and a split cut short by a crash stores the rest once when redone', async () => {
+    const { deps } = h.running
+    const scope = { tenantId: h.tenant.tenantId, environmentId: h.tenant.environments.production }
+    const events: UsageEvent[] = body('d').events.map((e) => ({
+      ...scope,
+      id: e.event_id,
+      eventName: e.event_name,
+      externalCustomerId: e.external_customer_id,
+      customerId: '',
+      source: e.source,
+      timestamp: new Date(e.timestamp),
+      receivedAt: new Date(),
+      properties: e.properties,
+    }))
+    // The process dies at its third insert: the whole batch (refused), its first half (stored), then
+    // the second half.
+    let inserts = 0
+    const dying: ClickHouse = { ...deps.ch, insertRaw: async (insert) => (++inserts === 3 ? Promise.reject(new Error('process died')) : deps.ch.insertRaw(insert)) }
+    const policy = { attempts: 1, baseMs: 0, maxMs: 0 }
+    await expect(writeBatch({ ...deps, ch: dying }, events, [], 'direct:crash', policy)).rejects.toThrow('process died')
+    expect(await totals(h, meters)).toEqual(['100', '5050'])
+
+    // Read again after the restart: the first half is now duplicates, the rest is split and stored.
+    const result = await writeBatch(deps, events, [], 'direct:crash', policy)
+    expect(result).toMatchObject({ stored: 99, duplicates: 100, rejected: 1 })
+    expect(result.refused.map((r) => r.event.id)).toEqual([`d-${BAD}`])
+    expect(await totals(h, meters)).toEqual(['199', '19962'])
+    expect((await h.http('GET', `/v1/events/lookup?event_id=d-${BAD}`)).body).toMatchObject({ status: 'rejected', reason: result.refused[0].reason })
+  })
+})
