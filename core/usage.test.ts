@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { aggregateRows, HOUR, MINUTE, queryWindows, sliceValue, slicesOf, splitUnits, windowValues, type TimedRow } from './usage.ts'
+import { aggregateRows, DAY, HOUR, MINUTE, queryWindows, sliceValue, slicesOf, splitUnits, windowValues, type TimedRow } from './usage.ts'
 
 const d = (s: string) => new Date(s)
 const ms = (s: string) => d(s).getTime()
@@ -29,6 +29,13 @@ describe('slices', () => {
     ]
     expect(splitUnits(slices, MINUTE).map((m) => m.toISOString())).toEqual(['2024-01-01T00:00:00.000Z', '2024-01-01T00:09:00.000Z'])
     expect(splitUnits(slices, HOUR).map((m) => m.toISOString())).toEqual(['2024-01-01T00:00:00.000Z'])
+    expect(splitUnits(slices, DAY).map((m) => m.toISOString())).toEqual(['2024-01-01T00:00:00.000Z'])
+  })
+
+  it('splitUnits of days: a New York midnight cuts the UTC day holding it, a UTC midnight none', () => {
+    const days = slicesOf(queryWindows(d('2024-03-09T05:00:00Z'), d('2024-03-11T04:00:00Z'), 'DAY', { timeZone: 'America/New_York' }), undefined, {})
+    expect(splitUnits(days, DAY).map((m) => m.toISOString())).toEqual(['2024-03-09T00:00:00.000Z', '2024-03-10T00:00:00.000Z', '2024-03-11T00:00:00.000Z'])
+    expect(splitUnits(slicesOf(queryWindows(d('2024-03-01T00:00:00Z'), d('2024-05-01T00:00:00Z'), 'MONTH', {}), undefined, {}), DAY)).toEqual([])
   })
 })
 

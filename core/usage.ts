@@ -38,11 +38,13 @@ export function slicesOf(windows: readonly UsageWindow[], bucketSize: WindowSize
 
 export const MINUTE = 60_000
 export const HOUR = 3_600_000
+export const DAY = 86_400_000
 
 /**
- * The units (minutes or hours, UTC-aligned) holding a slice boundary that is not on a whole unit: a
- * pre-aggregated unit cannot be split there, so those units are read from a finer source (an hour from
- * its minutes, a minute from raw rows). Boundaries with seconds or odd zone offsets make them.
+ * The units (days, hours or minutes, UTC-aligned) holding a slice boundary that is not on a whole unit: a
+ * pre-aggregated unit cannot be split there, so those units are read from a finer source (a day from its
+ * hours, an hour from its minutes, a minute from raw rows). Boundaries with seconds, times of day or zone
+ * offsets make them.
  */
 export function splitUnits(slices: readonly Slice[], unitMs: number): Date[] {
   const cuts = new Set<number>()

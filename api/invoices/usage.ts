@@ -21,7 +21,7 @@ export async function expandUsage(deps: Deps, scope: Scope, invoice: InvoiceView
       lines.push(line)
       continue
     }
-    const usage = await meterUsage(deps, scope, { meterId: line.meter_id, externalCustomerId: customers.get(line.customer_id)!.external_id, start: new Date(calc.usage_start), end: new Date(calc.usage_end) })
+    const usage = await meterUsage(deps, scope, { meterId: line.meter_id, externalCustomerId: customers.get(line.customer_id)!.external_id, start: new Date(calc.usage_start), end: new Date(calc.usage_end), billed: true })
     const total = new D(usage.value.toString())
     const extra: Record<string, unknown> = {}
     if (expand.includes('usage_analytics')) extra.usage_analytics = [{ source: null, usage: total, cost: line.amount, percentage: new D(100), event_count: null }]

@@ -14,9 +14,6 @@ import {
   measuresOf,
   queryWindows,
   slicesOf,
-  splitUnits,
-  HOUR,
-  MINUTE,
   U,
   windowValues,
   type CalendarOptions,
@@ -45,8 +42,13 @@ export interface UsageQuery {
 
 export interface MeterUsageQuery extends UsageQuery {
   meterId: string
-  /** 'raw' recounts from meter_usage rows, ignoring the hourly and per-minute rollups (reconciliation). */
+  /** 'raw' recounts from meter_usage rows, ignoring the daily, hourly and per-minute rollups (reconciliation). */
   source?: 'views' | 'raw'
+  /**
+   * The range is a billing period, read for its billed quantity: a meter whose usage never resets
+   * (reset_usage NEVER) is then read from the beginning, everything up to the period's end.
+   */
+  billed?: boolean
 }
 
 export interface UsageWindowResult {
@@ -124,9 +126,11 @@ async function compute(rules: MeterRules, q: UsageQuery, read: SliceSource, keys
   )
 }
 
+const ZERO = new U(0)
+
 // Measures the aggregation does not need were not read: they stay 0 and are never looked at.
 function fromRow(r: store.SliceRow): SliceAggregate {
-  const n = (v: string | undefined) => new U(v ?? 0)
+  const n = (v: string | undefined) => (v === undefined ? ZERO : new U(v))
   return { slice: r.slice, group: r.group_value, events: n(r.events), sum: n(r.sum), min: n(r.min), max: n(r.max), valueMs: n(r.valueMs), uniques: n(r.uniques), latest: n(r.latest) }
 }
 
@@ -134,7 +138,9 @@ function byKey(rows: store.SliceRow[]): Map<string, SliceAggregate[]> {
   const out = new Map<string, SliceAggregate[]>()
   for (const r of rows) {
     const key = r.customer ?? ''
-    out.set(key, [...(out.get(key) ?? []), fromRow(r)])
+    const list = out.get(key)
+    if (list) list.push(fromRow(r))
+    else out.set(key, [fromRow(r)])
   }
   return out
 }
@@ -157,10 +163,7 @@ function meterSource(deps: Deps, scope: Scope, meter: Meter, rules: MeterRules, 
         meterId: meter.id,
         revision: rules.revision,
         externalCustomerIds,
-        starts: slices.map((s) => s.start),
-        end: q.end,
-        splitHours: splitUnits(slices, HOUR),
-        splitMinutes: splitUnits(slices, MINUTE),
+        slices,
         source: q.source ?? 'views',
         measures: measuresOf(rules.aggregation.type),
         eventFilter: hasFilters ? { eventName: meter.event_name, properties: q.filters! } : undefined,
@@ -169,10 +172,16 @@ function meterSource(deps: Deps, scope: Scope, meter: Meter, rules: MeterRules, 
     )
 }
 
+/** Where usage that never resets is counted from: all of it (Flexprice reads it from the zero time too). */
+const BEGINNING = new Date(0)
+
+const billedRange = <Q extends MeterUsageQuery>(meter: Meter, q: Q): Q => (q.billed && meter.reset_usage === 'NEVER' ? { ...q, start: BEGINNING } : q)
+
 /** Usage of a stored meter. Throws not_found for an unknown meter, service_unavailable while it is first backfilled. */
-export async function meterUsage(deps: Deps, scope: Scope, q: MeterUsageQuery): Promise<UsageResult> {
-  checkRange(q)
-  const { meter, rules } = await readyRules(deps, scope, q.meterId)
+export async function meterUsage(deps: Deps, scope: Scope, query: MeterUsageQuery): Promise<UsageResult> {
+  checkRange(query)
+  const { meter, rules } = await readyRules(deps, scope, query.meterId)
+  const q = billedRange(meter, query)
   const read = meterSource(deps, scope, meter, rules, q, await customers(deps, scope, q), false)
   const result = (await compute(rules, q, read, [''])).get('')!
   return { meterId: meter.id, eventName: meter.event_name, type: rules.aggregation.type, ...result }
@@ -185,10 +194,11 @@ export async function meterUsage(deps: Deps, scope: Scope, q: MeterUsageQuery): 
 export async function meterUsageByCustomer(
   deps: Deps,
   scope: Scope,
-  q: Omit<MeterUsageQuery, 'customerId' | 'externalCustomerId'> & { externalCustomerIds: string[] },
+  query: Omit<MeterUsageQuery, 'customerId' | 'externalCustomerId'> & { externalCustomerIds: string[] },
 ): Promise<Map<string, UsageResult>> {
-  checkRange(q)
-  const { meter, rules } = await readyRules(deps, scope, q.meterId)
+  checkRange(query)
+  const { meter, rules } = await readyRules(deps, scope, query.meterId)
+  const q = billedRange(meter, query)
   const ids = [...new Set(q.externalCustomerIds.map((c) => c.trim()))]
   const results = await compute(rules, q, meterSource(deps, scope, meter, rules, q, ids, true), ids)
   return new Map([...results].map(([c, r]) => [c, { meterId: meter.id, eventName: meter.event_name, type: rules.aggregation.type, ...r }]))

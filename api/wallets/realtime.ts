@@ -37,7 +37,7 @@ export async function unbilledUsage(deps: Deps, scope: Scope, wallet: store.Wall
         const periodStart = periods.get(line.subscription_id)!
         const start = line.start_date > periodStart ? line.start_date : periodStart
         if (start >= at) return new D(0)
-        const usage = await meterUsage(deps, scope, { meterId: line.meter_id!, customerId: wallet.customer_id, start, end: at })
+        const usage = await meterUsage(deps, scope, { meterId: line.meter_id!, customerId: wallet.customer_id, start, end: at, billed: true })
         return priceAmount(line.price as unknown as PriceInput, usage.value).amount
       }),
   )
