@@ -2,7 +2,7 @@
 // engine (core/billing/invoice.ts computeInvoice): every amount on an invoice comes from there. The same
 // path serves one-off invoices, subscription invoices, previews and drafts computed again.
 import type { CouponUse } from '../../core/billing/coupons.ts'
-import { computeInvoice, type Invoice, type InvoiceInput, type InvoiceLineInput } from '../../core/billing/invoice.ts'
+import { computeInvoice, type Invoice, type InvoiceInput, type InvoiceLineInput, type SharedCommitment } from '../../core/billing/invoice.ts'
 import { D, type Decimal } from '../../core/money.ts'
 import type { Scope } from '../../core/scope.ts'
 import type { Tx } from '../../infra/postgres.ts'
@@ -32,6 +32,8 @@ export interface LineFields {
   metadata?: Record<string, string>
   /** How the amount was reached, shown to explain the line. */
   calculation?: Record<string, unknown> | null
+  /** A stored line's commitment_info, kept when the invoice is computed again from its rounded lines. */
+  commitment_info?: Record<string, unknown> | null
 }
 
 export interface LineSpec {
@@ -47,6 +49,8 @@ export interface InvoiceSpec {
   coupons: CouponUse[]
   taxes: ResolvedRate[]
   prepaid?: InvoiceInput['prepaid']
+  /** Commitments over several lines (a subscription's), with what their true-up line says about itself. */
+  commitments?: (SharedCommitment & { fields: LineFields })[]
 }
 
 export interface Assembled {
@@ -62,6 +66,7 @@ export function assemble(spec: InvoiceSpec): Assembled {
     coupons: spec.coupons,
     taxes: spec.taxes.map((rate) => ({ rate, tax_association_id: rate.tax_association_id })),
     prepaid: spec.prepaid,
+    commitments: spec.commitments,
   })
   return { spec, computed }
 }
@@ -84,6 +89,18 @@ export const inputsOf = (spec: InvoiceSpec) => ({ coupon_uses: toWire(spec.coupo
 
 type Owner = Pick<store.InvoiceRow, 'id' | 'currency' | 'subscription_id'>
 
+/** The terms of the shared commitment a line is billed under (or completes), shown with its amounts. */
+function commitmentTerms(spec: InvoiceSpec, position: number, shared: number | null) {
+  const c = spec.commitments?.find((x, k) => k === shared || x.line_indexes.includes(position))?.commitment
+  return c ? { type: 'amount', amount: c.amount, overage_factor: c.overage_factor ?? '1', true_up_enabled: c.true_up_enabled ?? false } : {}
+}
+
+/** A true-up line: a line's own commitment's takes that line's fields; a shared commitment's, the ones it was given. */
+function trueUpFields(spec: InvoiceSpec, lines: number[], shared: number | null, name: string | null): LineFields {
+  if (shared === null) return { ...spec.lines[lines[0]].fields, display_name: name, calculation: { true_up_for_position: lines[0] } }
+  return { ...spec.commitments![shared].fields, display_name: name, calculation: { kind: 'commitment_true_up', true_up_for_positions: lines } }
+}
+
 /**
  * The rows an assembled invoice is stored as: lines (true-ups after the given lines, as the engine
  * orders them), coupon applications (naming their line by position) and taxes applied. A preview shows
@@ -91,7 +108,7 @@ type Owner = Pick<store.InvoiceRow, 'id' | 'currency' | 'subscription_id'>
  */
 export function computedRows(invoice: Owner, { spec, computed }: Assembled, at: Date) {
   const lines = computed.line_items.map((l, position) => {
-    const own = l.true_up_for_line === null ? spec.lines[position].fields : { ...spec.lines[l.true_up_for_line].fields, display_name: l.display_name, calculation: { true_up_for_position: l.true_up_for_line } }
+    const own = l.true_up_for === null ? spec.lines[position].fields : trueUpFields(spec, l.true_up_for, l.shared_commitment, l.display_name)
     const tiers = l.tiers ? { tiers: toWire(l.tiers), billed_quantity: l.billed_quantity.toFixed() } : {}
     return {
       ...own,
@@ -106,7 +123,7 @@ export function computedRows(invoice: Owner, { spec, computed }: Assembled, at: 
       invoice_level_discount: l.invoice_level_discount,
       tax_amount: l.tax_amount,
       prepaid_credits_applied: l.prepaid_credits_applied,
-      commitment_info: l.commitment_info ? toWire(l.commitment_info) : null,
+      commitment_info: l.commitment_info ? toWire({ ...commitmentTerms(spec, position, l.shared_commitment), ...l.commitment_info }) : (own.commitment_info ?? null),
     }
   })
   const applications = computed.coupon_applications.map((a) => {
@@ -179,6 +196,7 @@ export function specOf(invoice: store.InvoiceRow, lines: store.LineItemRow[]): I
         period_end: l.period_end,
         metadata: l.metadata,
         calculation: l.calculation,
+        commitment_info: l.commitment_info,
       },
       input: { price_type: l.price_type ?? 'FIXED', price_id: l.price_id ?? undefined, display_name: l.display_name ?? undefined, quantity: l.quantity, amount: l.amount },
     })),

@@ -1,9 +1,12 @@
 // What a subscription's invoice holds at one billing point: the charges of core/billing/cycle.ts for
 // the subscription's line items (and, for a parent, its grouped and inherited children's: rule 8), usage
 // measured by the usage service (the same numbers as POST /v1/events/usage/meter), allowances from the
-// plan's entitlements, the subscription's coupons and the tax rates of its chain. Reads only: the billing
-// run and the preview both start here, so a preview is the invoice the run will make.
-import { billingPoints, pointCharges, type BillingPoint, type Charge, type Cycle, type CycleLine } from '../../core/billing/cycle.ts'
+// plan's entitlements, the subscription's commitment over its usage lines, its coupons and the tax rates
+// of its chain. Reads only: the billing run and the preview both start here, so a preview is the invoice
+// the run will make. A modification or cancellation billed at once (always_invoice) gets its update
+// invoice here too.
+import { billingPoints, nextPoint, pointCharges, prorations, type BillingPoint, type Charge, type Cycle, type CycleLine, type ProrationBehavior, type Span } from '../../core/billing/cycle.ts'
+import { periodCommitment } from '../../core/billing/commitment.ts'
 import type { CouponUse } from '../../core/billing/coupons.ts'
 import type { Allowance } from '../../core/billing/allowance.ts'
 import { invalidOperation } from '../../core/errors.ts'
@@ -17,10 +20,11 @@ import { customerViews, type CustomerView } from '../customers/service.ts'
 import { entitlementsOf, type EntitlementView } from '../entitlements/service.ts'
 import type { ListParams } from '../http/list.ts'
 import { getMeter } from '../meters/service.ts'
-import { listSubscriptions, searchLineItems, type LineItemRow, type SubscriptionRow } from '../subscriptions/service.ts'
-import { taxResolver, type TaxResolver, type TaxTarget } from '../taxes/service.ts'
+import { listSubscriptions, paidInAdvance, searchLineItems, type LineItemRow, type SubscriptionRow } from '../subscriptions/service.ts'
+import { taxResolver, type ResolvedRate, type TaxResolver, type TaxTarget } from '../taxes/service.ts'
 import { serviceUsage, type UsageReader, type UsageRequest } from './usage-batch.ts'
-import type { InvoiceSpec, LineSpec } from './assemble.ts'
+import { assemble, type InvoiceSpec, type LineSpec } from './assemble.ts'
+import type { PointInvoice } from './service.ts'
 import * as store from './store.ts'
 
 const DAY_MS = 86_400_000
@@ -120,6 +124,8 @@ const cycleLine = (l: LineItemRow): CycleLine => ({
   end_date: l.end_date,
   quantity: l.quantity,
   price: l.price as unknown as PriceInput,
+  start_proration: l.proration_behavior,
+  end_proration: l.end_proration_behavior,
 })
 
 /** "15 NET" → 15 days; none → due on the invoice date. */
@@ -160,9 +166,9 @@ function allowanceOf(ctx: BillingContext, line: LineItemRow): Allowance | null {
   return e ? { usage_limit: e.usage_limit, is_soft_limit: e.is_soft_limit, is_enabled: e.is_enabled } : null
 }
 
-/** One charge as an invoice line; usage is measured here, for the line's customer and window. */
-async function lineSpec(deps: Deps, scope: Scope, ctx: BillingContext, member: SubscriptionRow, row: LineItemRow, charge: Charge, opts: SpecOptions): Promise<LineSpec> {
-  const fields = {
+/** What an invoice line of `charge` says about itself. */
+function chargeFields(member: SubscriptionRow, row: LineItemRow, charge: Charge) {
+  return {
     customer_id: row.customer_id,
     subscription_id: member.id,
     subscription_line_item_id: row.id,
@@ -178,9 +184,18 @@ async function lineSpec(deps: Deps, scope: Scope, ctx: BillingContext, member: S
     period_end: charge.period.end,
     calculation: { kind: charge.kind, ...(charge.factor && { factor: charge.factor.toFixed() }) } as Record<string, unknown>,
   }
-  if (charge.kind !== 'usage') {
-    return { fields, input: { price_type: row.price_type, price_id: row.price_id, display_name: fields.display_name ?? undefined, quantity: row.quantity, amount: charge.amount! } }
-  }
+}
+
+/** A fixed charge (its amount computed by the cycle) as an invoice line. */
+function fixedLineSpec(member: SubscriptionRow, row: LineItemRow, charge: Charge): LineSpec {
+  const fields = chargeFields(member, row, charge)
+  return { fields, input: { price_type: row.price_type, price_id: row.price_id, display_name: fields.display_name ?? undefined, quantity: row.quantity, amount: charge.amount! } }
+}
+
+/** One charge as an invoice line; usage is measured here, for the line's customer and window. */
+async function lineSpec(deps: Deps, scope: Scope, ctx: BillingContext, member: SubscriptionRow, row: LineItemRow, charge: Charge, opts: SpecOptions): Promise<LineSpec> {
+  if (charge.kind !== 'usage') return fixedLineSpec(member, row, charge)
+  const fields = chargeFields(member, row, charge)
   const request = usageRequest(ctx, row, charge, opts.usageEnd)
   const quantity = request ? await (opts.usage ?? serviceUsage(deps, scope))(request) : new D(0)
   const end = request?.end ?? charge.period.start
@@ -227,19 +242,41 @@ export async function pointSpec(deps: Deps, scope: Scope, ctx: BillingContext, p
   const cut = point.arrear && ctx.sub.auto_invoice_threshold !== null
   const usageFrom = opts.usageFrom ?? (cut ? await store.lastThresholdCut(deps.sql, scope, ctx.sub.id, point.arrear!.start, point.arrear!.end) : undefined)
   const lines: LineSpec[] = []
+  const commitments: NonNullable<InvoiceSpec['commitments']> = []
   for (const member of ctx.members) {
     const rows = new Map(member.lines.map((l) => [l.id, l]))
     const label = (l: CycleLine) => rows.get(l.id)!.display_name ?? rows.get(l.id)!.price_id
     const charges = pointCharges(point, member.lines.map(cycleLine), { prorate: cycleOf(member.sub).prorate, usageFrom, label }).filter((c) => !opts.usageOnly || c.kind === 'usage')
-    for (const charge of charges) lines.push(await lineSpec(deps, scope, ctx, member.sub, rows.get(charge.line.id)!, charge, opts))
+    const usage: number[] = []
+    for (const charge of charges) {
+      if (charge.kind === 'usage') usage.push(lines.length)
+      lines.push(await lineSpec(deps, scope, ctx, member.sub, rows.get(charge.line.id)!, charge, opts))
+    }
+    // A threshold invoice bills usage at its price: the period's commitment settles on its cycle invoice.
+    if (point.arrear && !opts.usageOnly && member.sub.commitment_amount !== null) commitments.push(subscriptionCommitment(member.sub, point.arrear, usage))
   }
   return {
     currency: ctx.sub.currency,
     invoice_date: point.at,
     lines,
+    commitments,
     // A trial's zero invoice takes no coupon: a once coupon is kept for the first real charge.
     coupons: point.trial ? [] : await couponUses(deps.sql, scope, ctx, lines, point.at, opts),
     taxes: ctx.taxes(taxTarget(ctx.sub), ctx.sub.currency, point.at),
+  }
+}
+
+/**
+ * The subscription's commitment (commitment_amount, overage_factor, enable_true_up) over its usage
+ * lines of the span that ended, in invoice order; a partial period commits to its share by day.
+ */
+function subscriptionCommitment(sub: SubscriptionRow, span: Span, usageLines: number[]): NonNullable<InvoiceSpec['commitments']>[number] {
+  const terms = { amount: sub.commitment_amount!.toFixed(), overage_factor: sub.overage_factor?.toFixed() ?? null, true_up_enabled: sub.enable_true_up }
+  return {
+    commitment: periodCommitment(terms, span.full, span, sub.currency),
+    line_indexes: usageLines,
+    display_name: 'Commitment true-up',
+    fields: { customer_id: sub.customer_id, subscription_id: sub.id, plan_id: sub.plan_id, price_type: 'USAGE', period_start: span.start, period_end: span.end },
   }
 }
 
@@ -269,4 +306,60 @@ export function usageRequests(ctx: BillingContext, point: BillingPoint): UsageRe
 export function thresholdPoint(from: Date, at: Date, full: { start: Date; end: Date }): BillingPoint {
   const span = { start: from, end: at, full }
   return { sequence: 0, at, reason: 'AUTO_INVOICE_THRESHOLD', period: { start: from, end: at }, arrear: span, advance: null, trial: false }
+}
+
+/** The billing span holding `at`, where a change at `at` is prorated; none in a trial or before billing starts. */
+function spanAt(sub: SubscriptionRow, at: Date): Span | null {
+  const point = nextPoint(cycleOf(sub), at)
+  return point && !point.trial ? point.arrear : null
+}
+
+/**
+ * How a change at `at`, asked `now` as `requested`, is settled. In the running period as asked, if the
+ * subscription is active (in a trial or before its start nothing was paid yet: none). A change in a later
+ * period (a cancel_at after the current period) is settled by that period's own invoices
+ * (create_prorations) whatever was asked: nothing of it was paid when asked, and Stripe always prorates
+ * a future period cut short.
+ */
+export function settlementOf(sub: SubscriptionRow, requested: ProrationBehavior, at: Date, now: Date): ProrationBehavior {
+  const span = spanAt(sub, at)
+  if (span && span.start > now) return 'create_prorations'
+  return sub.subscription_status === 'active' ? requested : 'none'
+}
+
+export interface ChangeCharge {
+  row: LineItemRow
+  charge: Charge
+  /** The subscription the line belongs to, when not the one invoiced (an inherited child). */
+  member?: SubscriptionRow
+}
+
+/**
+ * The proration charges of the line starts and ends a modification or cancellation made at `ats` as
+ * `behavior`, computed as the billing point (create_prorations) or the update invoice (always_invoice)
+ * bills them: `rows` are the lines the change ended and started, as stored after it.
+ */
+export function changeCharges(sub: SubscriptionRow, rows: LineItemRow[], ats: Date[], behavior: ProrationBehavior): ChangeCharge[] {
+  const span = ats.length > 0 ? spanAt(sub, new Date(Math.min(...ats.map((t) => t.getTime())))) : null
+  if (!span || behavior === 'none') return []
+  const times = new Set(ats.map((t) => t.getTime()))
+  const fallback = cycleOf(sub).prorate ? 'create_prorations' : 'none'
+  return rows.filter(paidInAdvance).flatMap((row) => prorations(cycleLine(row), span, (b, t) => b === behavior && times.has(t.getTime()), fallback, row.display_name ?? row.price_id).map((charge) => ({ row, charge })))
+}
+
+/**
+ * The SUBSCRIPTION_UPDATE invoice of a change settled at once (always_invoice): its proration
+ * charges and the subscription's tax rates `taxes` (as resolved by `updateTaxes`). No coupons: a
+ * coupon's periods count billing periods, and an update is not one.
+ */
+export function updateInvoice(sub: SubscriptionRow, charges: ChangeCharge[], taxes: ResolvedRate[], at: Date, graceMs: number): PointInvoice {
+  const period = { start: new Date(Math.min(...charges.map((c) => c.charge.period.start.getTime()))), end: new Date(Math.max(...charges.map((c) => c.charge.period.end.getTime()))) }
+  const lines = charges.map(({ row, charge, member }) => fixedLineSpec(member ?? sub, row, charge))
+  const assembled = assemble({ currency: sub.currency, invoice_date: at, lines, coupons: [], taxes })
+  return { header: subscriptionHeader(sub, { at, period, reason: 'SUBSCRIPTION_UPDATE', sequence: null }, graceMs), assembled, subscription: sub }
+}
+
+/** The tax rates an update invoice of `sub` at `at` takes: read before the change's transaction. */
+export async function updateTaxes(deps: Deps, scope: Scope, sub: SubscriptionRow, at: Date): Promise<ResolvedRate[]> {
+  return (await taxResolver(deps.sql, scope, [taxTarget(sub)]))(taxTarget(sub), sub.currency, at)
 }

@@ -5,6 +5,7 @@
 // (subscription, period start, billing reason) makes a rerun or a concurrent run bill nothing twice.
 // The `invoice-overdue` job announces finalized invoices past their due date, once each.
 import { duePoints, nextPoint, type BillingPoint } from '../../core/billing/cycle.ts'
+import { inParallel } from '../../core/concurrency.ts'
 import { sumMoney } from '../../core/money.ts'
 import type { Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
@@ -20,7 +21,7 @@ import { announceInvoice, createSubscriptionInvoices, finalizeDraft, lockInvoice
 import * as store from './store.ts'
 
 const PAGE = 500
-/** Subscriptions computed at once: their usage reads overlap. */
+/** Subscriptions computed at once: usage reads of one overlap the writes of another. */
 const CONCURRENCY = 8
 /** Subscriptions whose invoices are stored in one transaction: a smaller batch isolates a failure sooner, a larger one commits less often. */
 const BATCH = 250
@@ -80,14 +81,6 @@ async function billThreshold(deps: Deps, scope: Scope, ctx: BillingContext, now:
   count(await createSubscriptionInvoices(deps, scope, [{ header, assembled, subscription: ctx.sub }]), summary, 'threshold_invoices')
 }
 
-/** Runs `work` over `items` with at most `n` at a time: usage reads of one overlap the writes of another. */
-async function pool<T>(items: T[], n: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) await work(items[next++])
-  }))
-}
-
 const failure = (summary: RunSummary, subscriptionId: string, err: unknown, deps: Deps) => {
   summary.failed++
   summary.errors.push({ subscription_id: subscriptionId, error: (err as Error).message })
@@ -108,7 +101,7 @@ async function billScope(deps: Deps, scope: Scope, subs: SubscriptionRow[], now:
   const requests = due.filter((s) => !threshold(s)).flatMap((s) => points.get(s.id)!.flatMap((p) => usageRequests(contexts.get(s.id)!, p)))
   const usage = await prefetchUsage(deps, scope, requests)
   const computed = new Map<string, PointInvoice[]>()
-  await pool(due, CONCURRENCY, async (sub) => {
+  await inParallel(due, CONCURRENCY, async (sub) => {
     try {
       computed.set(sub.id, await pointInvoices(deps, scope, contexts.get(sub.id)!, points.get(sub.id)!, usage))
     } catch (err) {

@@ -20,7 +20,7 @@ import { auditOf, referenced, transaction } from '../records/service.ts'
 import { toWire } from '../records/wire.ts'
 import { recordEvents } from '../../infra/outbox.ts'
 import { newId } from '../../core/ids.ts'
-import { requireSubscription, type SubscriptionRow } from '../subscriptions/service.ts'
+import { requireSubscription, subscriptionInvoicePaid, type SubscriptionRow } from '../subscriptions/service.ts'
 import { automaticRates, ratesForCodes, ratesForIds, resolved, type ResolvedRate } from '../taxes/service.ts'
 import { amountsOf, assemble, computedRows, inputsOf, specOf, writeComputed, type Assembled, type InvoiceSpec, type LineSpec } from './assemble.ts'
 import { billedThroughParent, cycleOf, loadContext, pointBySequence, pointSpec, subscriptionHeader, thresholdPoint } from './billing.ts'
@@ -510,27 +510,31 @@ export const paymentColumns = (s: PaymentState) => ({
  */
 export async function updatePayment(deps: Deps, actor: Actor, id: string, input: PaymentInput): Promise<InvoiceView> {
   const audit = auditOf(deps, actor)
-  return transaction(deps, async (tx) => {
-    const invoice = await lockInvoice(tx, actor, id)
-    const state = paymentState(invoice)
-    if (input.payment_status === 'REFUNDED' || input.payment_status === 'PARTIALLY_REFUNDED') throw invalidOperation('refunds are made with a credit note (POST /v1/creditnotes)', { payment_status: input.payment_status })
-    let next: PaymentState
-    if (input.amount !== undefined) {
-      next = applyPayment(state, moneyAmount(input.amount, invoice.currency, 'amount'), audit.at)
-      if (next.payment_status !== input.payment_status) throw validationError('payment_status', `a payment of ${formatMoney(new D(input.amount), invoice.currency)} makes the invoice ${next.payment_status}, not ${input.payment_status}`)
-    } else if (input.payment_status === 'SUCCEEDED') {
-      if (state.amount_remaining.isZero()) {
-        if (invoice.invoice_status !== 'FINALIZED') throw invalidOperation(`a ${invoice.invoice_status} invoice takes no payments`)
-        assertTransition(state.payment_status, 'SUCCEEDED')
-        next = { ...state, payment_status: 'SUCCEEDED', paid_at: state.paid_at ?? audit.at }
-      } else next = applyPayment(state, state.amount_remaining, audit.at)
-    } else if (input.payment_status === 'OVERPAID') {
-      throw validationError('amount', 'is required to record an overpayment')
-    } else next = setPaymentStatus(state, input.payment_status)
-    const view = await setPaymentState(tx, actor, audit, id, next)
-    await purchasePaid(deps, tx, actor, view)
-    return view
-  })
+  return transaction(deps, (tx) => recordPayment(deps, tx, actor, audit, id, input))
+}
+
+/** updatePayment in the caller's transaction: also how a payment provider's notification pays (api/integrations). */
+export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Audit, id: string, input: PaymentInput): Promise<InvoiceView> {
+  const invoice = await lockInvoice(tx, scope, id)
+  const state = paymentState(invoice)
+  if (input.payment_status === 'REFUNDED' || input.payment_status === 'PARTIALLY_REFUNDED') throw invalidOperation('refunds are made with a credit note (POST /v1/creditnotes)', { payment_status: input.payment_status })
+  let next: PaymentState
+  if (input.amount !== undefined) {
+    next = applyPayment(state, moneyAmount(input.amount, invoice.currency, 'amount'), audit.at)
+    if (next.payment_status !== input.payment_status) throw validationError('payment_status', `a payment of ${formatMoney(new D(input.amount), invoice.currency)} makes the invoice ${next.payment_status}, not ${input.payment_status}`)
+  } else if (input.payment_status === 'SUCCEEDED') {
+    if (state.amount_remaining.isZero()) {
+      if (invoice.invoice_status !== 'FINALIZED') throw invalidOperation(`a ${invoice.invoice_status} invoice takes no payments`)
+      assertTransition(state.payment_status, 'SUCCEEDED')
+      next = { ...state, payment_status: 'SUCCEEDED', paid_at: state.paid_at ?? audit.at }
+    } else next = applyPayment(state, state.amount_remaining, audit.at)
+  } else if (input.payment_status === 'OVERPAID') {
+    throw validationError('amount', 'is required to record an overpayment')
+  } else next = setPaymentStatus(state, input.payment_status)
+  const view = await setPaymentState(tx, scope, audit, id, next)
+  await purchasePaid(deps, tx, scope, view)
+  if (view.subscription_id && PAID.includes(view.payment_status)) await subscriptionInvoicePaid(tx, scope, audit, view.subscription_id)
+  return view
 }
 
 export const invoiceLines = async (db: Db, scope: Scope, id: string): Promise<store.LineItemRow[]> => (await store.childrenOf(db, scope, [id])).lines
@@ -539,6 +543,13 @@ export const invoiceLines = async (db: Db, scope: Scope, id: string): Promise<st
 export async function setPaymentState(tx: Tx, scope: Scope, audit: Audit, id: string, state: PaymentState): Promise<InvoiceView> {
   const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, paymentColumns(state), { audit })
   return announceInvoice(tx, scope, 'invoice.update.payment', row)
+}
+
+/** Adds keys to an invoice's metadata under its lock (a payment provider's invoice id and checkout address, api/integrations). */
+export async function mergeInvoiceMetadata(tx: Tx, scope: Scope, audit: Audit, id: string, patch: Record<string, string>): Promise<InvoiceView> {
+  const invoice = await lockInvoice(tx, scope, id)
+  const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, { metadata: { ...invoice.metadata, ...patch } }, { audit })
+  return announceInvoice(tx, scope, 'invoice.update', row)
 }
 
 // ---- recalculating ------------------------------------------------------------------------------------
@@ -590,53 +601,56 @@ export interface PointInvoice {
  */
 export async function createSubscriptionInvoices(deps: Deps, scope: Scope, items: PointInvoice[]): Promise<store.InvoiceRow[]> {
   if (items.length === 0) return []
+  return transaction(deps, (tx) => storeSubscriptionInvoices(deps, tx, scope, items))
+}
+
+/** createSubscriptionInvoices in the caller's transaction (a modification's update invoice). */
+export async function storeSubscriptionInvoices(deps: Deps, tx: Tx, scope: Scope, items: PointInvoice[]): Promise<store.InvoiceRow[]> {
   const audit: Audit = { by: 'system', at: deps.clock.now() }
   const template = deps.config.invoicing.invoiceNumberTemplate
-  return transaction(deps, async (tx) => {
-    const billed = await store.billedKeys(tx, scope, [...new Set(items.map((i) => i.subscription.id))])
-    const todo = items.filter((i) => !billed.has(store.billedKey(i.subscription.id, i.header.period_start, i.header.billing_reason)))
-    const rows = todo.map((i) => ({
-      id: newId(store.INVOICES.prefix),
-      invoice_status: 'DRAFT',
-      payment_status: 'PENDING',
-      ...i.header,
-      ...amountsOf(i.assembled.computed),
-      ...inputsOf(i.assembled.spec),
-      amount_paid: new D(0),
-      last_computed_at: audit.at,
-      metadata: {},
-    }))
-    // Finalized at once unless prepaid credits apply: those go through finalizeLocked, one by one.
-    const prepaid = await Promise.all(rows.map((r) => (r.finalize_after <= audit.at ? prepaidCredits(deps, tx, scope, r as never) : undefined)))
-    const now = rows.filter((r, k) => r.finalize_after <= audit.at && !prepaid[k])
-    const numbered = now.filter((r) => !skipped(r))
-    const first = numbered.length > 0 ? await store.nextNumbers(tx, scope, numberScope(template, audit.at), numbered.length) : 0
-    for (const r of now) {
-      const k = numbered.indexOf(r)
-      Object.assign(r, finalColumns(r, k < 0 ? null : formatNumber(template, first + k, audit.at), todo[rows.indexOf(r)].subscription.collection_method, audit.at))
-    }
-    let inserted = await store.insertMany<store.InvoiceRow>(tx, store.INVOICES, scope, audit, rows)
-    const computed = inserted.map((row, k) => computedRows(row, todo[k].assembled, audit.at))
-    const lines = computed.map((c) => c.lines.map((l) => ({ id: newId(store.LINE_ITEMS.prefix), ...l })))
-    const lineRows = await store.insertMany<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, lines.flat())
-    const applications = computed.flatMap((c, k) => c.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[k][line_position].id })))
-    const appRows = await store.insertMany<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
-    const taxRows = await store.insertMany<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
-    inserted = await Promise.all(inserted.map((row, k) => (prepaid[k] ? finalizeLocked(deps, tx, scope, audit, row) : row)))
-    await recordEvents(
-      tx,
-      scope,
-      inserted.map((row) =>
-        invoiceEvent(row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', {
-          ...row,
-          line_items: lineRows.filter((l) => l.invoice_id === row.id),
-          coupon_applications: appRows.filter((a) => a.invoice_id === row.id),
-          taxes: taxRows.filter((t) => t.entity_id === row.id),
-        }),
-      ),
-    )
-    return inserted
-  })
+  const billed = await store.billedKeys(tx, scope, [...new Set(items.map((i) => i.subscription.id))])
+  const todo = items.filter((i) => !billed.has(store.billedKey(i.subscription.id, i.header.period_start, i.header.billing_reason)))
+  const rows = todo.map((i) => ({
+    id: newId(store.INVOICES.prefix),
+    invoice_status: 'DRAFT',
+    payment_status: 'PENDING',
+    ...i.header,
+    ...amountsOf(i.assembled.computed),
+    ...inputsOf(i.assembled.spec),
+    amount_paid: new D(0),
+    last_computed_at: audit.at,
+    metadata: {},
+  }))
+  // Finalized at once unless prepaid credits apply: those go through finalizeLocked, one by one.
+  const prepaid = await Promise.all(rows.map((r) => (r.finalize_after <= audit.at ? prepaidCredits(deps, tx, scope, r as never) : undefined)))
+  const now = rows.filter((r, k) => r.finalize_after <= audit.at && !prepaid[k])
+  const numbered = now.filter((r) => !skipped(r))
+  const first = numbered.length > 0 ? await store.nextNumbers(tx, scope, numberScope(template, audit.at), numbered.length) : 0
+  for (const r of now) {
+    const k = numbered.indexOf(r)
+    Object.assign(r, finalColumns(r, k < 0 ? null : formatNumber(template, first + k, audit.at), todo[rows.indexOf(r)].subscription.collection_method, audit.at))
+  }
+  let inserted = await store.insertMany<store.InvoiceRow>(tx, store.INVOICES, scope, audit, rows)
+  const computed = inserted.map((row, k) => computedRows(row, todo[k].assembled, audit.at))
+  const lines = computed.map((c) => c.lines.map((l) => ({ id: newId(store.LINE_ITEMS.prefix), ...l })))
+  const lineRows = await store.insertMany<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, lines.flat())
+  const applications = computed.flatMap((c, k) => c.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[k][line_position].id })))
+  const appRows = await store.insertMany<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
+  const taxRows = await store.insertMany<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
+  inserted = await Promise.all(inserted.map((row, k) => (prepaid[k] ? finalizeLocked(deps, tx, scope, audit, row) : row)))
+  await recordEvents(
+    tx,
+    scope,
+    inserted.map((row) =>
+      invoiceEvent(row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', {
+        ...row,
+        line_items: lineRows.filter((l) => l.invoice_id === row.id),
+        coupon_applications: appRows.filter((a) => a.invoice_id === row.id),
+        taxes: taxRows.filter((t) => t.entity_id === row.id),
+      }),
+    ),
+  )
+  return inserted
 }
 
 // ---- preview ------------------------------------------------------------------------------------------
@@ -652,10 +666,13 @@ export async function previewInvoice(deps: Deps, actor: Actor, input: { subscrip
   const point = nextPoint(cycleOf(sub), now)
   if (!point) throw invalidOperation(`subscription ${sub.id} has nothing left to bill`)
   const spec = await pointSpec(deps, actor, await loadContext(deps, actor, sub), point, { usageEnd: now })
-  const assembled = assemble(spec)
-  const header = subscriptionHeader(sub, point, deps.config.invoicing.graceMs)
+  return previewOf(deps.sql, actor, { header: subscriptionHeader(sub, point, deps.config.invoicing.graceMs), assembled: assemble(spec), subscription: sub }, now)
+}
+
+/** A subscription invoice as it would be stored, with its customer and subscription, written nowhere. */
+export async function previewOf(db: Db, scope: Scope, { header, assembled, subscription: sub }: PointInvoice, now: Date) {
   const rows = computedRows({ id: 'preview', currency: sub.currency, subscription_id: sub.id }, assembled, now)
-  const [customer] = await customerViews(deps.sql, actor, [header.customer_id])
+  const [customer] = await customerViews(db, scope, [header.customer_id])
   return {
     ...header,
     invoice_status: 'DRAFT',

@@ -27,7 +27,7 @@ async function apply(tx: Tx, row: store.SubscriptionRow, now: Date, audit: Audit
   const scope = scopeOf(row)
   const updated = await updateRecord<store.SubscriptionRow>(tx, store.SUBSCRIPTIONS, scope, row.id, step.changes, { audit })
   if (updated.subscription_status === 'cancelled') {
-    await store.endLineItems(tx, scope, { subscription_id: row.id }, updated.cancelled_at!, audit.by)
+    await store.endLineItems(tx, scope, { subscription_id: row.id }, updated.cancelled_at!, audit)
     await releaseChildren(tx, scope, audit, updated, updated.cancelled_at!)
   }
   for (const event of step.events) {

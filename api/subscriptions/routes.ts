@@ -4,6 +4,7 @@ import type { JsonSchema } from '../http/validate.ts'
 import { recordRoutes } from '../records/routes.ts'
 import { currencySchema, dateTime, decimalString, fromListQuery, fromSearchBody, idList, listQuery, metadataSchema, nonNegativeDecimal, searchBody, versionField } from '../records/schema.ts'
 import { toWire } from '../records/wire.ts'
+import { cancelSubscription, type CancelInput } from './cancel.ts'
 import { customerEntitlements, type EntitlementQuery } from './entitlements.ts'
 import { executeModification, previewModification, type ModifyInput } from './modify.ts'
 import * as phases from './phases.ts'
@@ -101,7 +102,7 @@ const cancelBody: JsonSchema = {
     cancellation_type: { type: 'string', enum: ['immediate', 'end_of_period', 'scheduled_date'] },
     cancel_at: dateTime,
     reason: { type: 'string', maxLength: 1000 },
-    proration_behavior: { type: 'string', enum: ['create_prorations', 'none'] },
+    proration_behavior: { type: 'string', enum: ['create_prorations', 'always_invoice', 'none'] },
     version: versionField,
   },
 }
@@ -133,7 +134,7 @@ const modifyBody: JsonSchema = {
             properties: { id, quantity: decimalString, effective_date: dateTime },
           },
         },
-        proration_behavior: { type: 'string', enum: ['create_prorations', 'none'] },
+        proration_behavior: { type: 'string', enum: ['create_prorations', 'always_invoice', 'none'] },
       },
     },
     grouped_invoicing_params: {
@@ -199,14 +200,14 @@ export const subscriptionRoutes: Route[] = [
     body: { type: 'object', additionalProperties: false, properties: { start_date: dateTime, version: versionField } },
     handler: async ({ deps, actor, params, body }) => toWire(await service.activateSubscription(deps, actor, params.id, body)),
   }),
-  defineRoute<service.CancelInput>({
+  defineRoute<CancelInput>({
     method: 'POST',
     path: '/v1/subscriptions/{id}/cancel',
     tag: 'Subscriptions',
-    summary: 'Cancel now, at the end of the current period, or on a future date (cancel_at)',
+    summary: 'Cancel now, at the end of the current period, or on a future date (cancel_at); proration_behavior settles the unused rest',
     permission: 'write',
     body: cancelBody,
-    handler: async ({ deps, actor, params, body }) => toWire(await service.cancelSubscription(deps, actor, params.id, body)),
+    handler: async ({ deps, actor, params, body }) => toWire(await cancelSubscription(deps, actor, params.id, body)),
   }),
   defineRoute<Record<string, never>, Record<string, unknown>>({
     method: 'GET',

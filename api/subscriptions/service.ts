@@ -1,11 +1,11 @@
 // Subscriptions: creation under the specification's rules 1–5 (core/subscriptions.ts), line items
 // snapshotted from the plan's prices, periods from core/periods.ts, reads with their customer, plan,
-// line items, phases and addons, and cancellation (rule 4). Every change writes subscription.* to the
-// outbox in its transaction.
+// line items, phases and addons; cancellation is cancel.ts, changes modify.ts. Every change writes
+// subscription.* to the outbox in its transaction.
+import { moneyAmount } from '../../core/billing/amounts.ts'
 import { invalidOperation, validationError } from '../../core/errors.ts'
 import { formatMoney, parseDecimal, sumMoney, type Decimal } from '../../core/money.ts'
 import type { BillingPeriod } from '../../core/periods.ts'
-import { prorationCredit } from '../../core/proration.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import {
   billingAnchor,
@@ -31,8 +31,8 @@ import { findOfferings, requireOffering, type OfferingRow } from '../offerings/s
 import { pricesOf, requirePrice, type PriceRow } from '../prices/service.ts'
 import type { ListRequest } from '../records/schema.ts'
 import { announce, auditOf, referenced, transaction } from '../records/service.ts'
-import { toWire } from '../records/wire.ts'
-import { lineItemFields, periodAmount, type LineOwner } from './line-items.ts'
+import type { ChangeCharge } from '../invoices/billing.ts'
+import { lineItemFields, type LineOwner } from './line-items.ts'
 import * as store from './store.ts'
 
 export type { SubscriptionRow, LineItemRow, PhaseRow } from './store.ts'
@@ -328,7 +328,7 @@ export async function createSubscription(deps: Deps, actor: Actor, input: Create
   const trial = resolveTrial({ start, trial_period_days: input.trial_period_days, trial_start: date(input.trial_start) ?? undefined, trial_end: date(input.trial_end) ?? undefined }, prices)
   const rel = await related(deps, actor, input, customer)
   checkThreshold(input.auto_invoice_threshold, rel.type, prices)
-  if (input.overage_factor !== undefined && parseDecimal(input.overage_factor).lt(1)) throw validationError('overage_factor', 'must be at least 1')
+  checkCommitment(input)
   const timezone = input.customer_timezone ?? 'UTC'
   checkTimezone(timezone, 'customer_timezone')
 
@@ -415,6 +415,18 @@ export async function createSubscription(deps: Deps, actor: Actor, input: Create
   })
 }
 
+/**
+ * A commitment is money in the subscription's currency, per billing period, and settled on the period's
+ * cycle invoice, so it cannot be combined with a threshold that bills usage mid-period.
+ */
+function checkCommitment(input: CreateSubscriptionInput): void {
+  if (input.overage_factor !== undefined && parseDecimal(input.overage_factor).lt(1)) throw validationError('overage_factor', 'must be at least 1')
+  if (input.commitment_amount === undefined) return
+  moneyAmount(input.commitment_amount, input.currency, 'commitment_amount')
+  if (input.commitment_duration && input.commitment_duration !== input.billing_period) throw validationError('commitment_duration', `must be the billing period (${input.billing_period}): a commitment is settled per billing period`)
+  if (input.auto_invoice_threshold !== undefined) throw validationError('commitment_amount', 'cannot be combined with auto_invoice_threshold: the commitment is settled on the cycle invoice of the whole period')
+}
+
 /** Charged automatically and told to wait: incomplete until the first invoice is paid. */
 const awaitsPayment = (collection: string, behavior: string): boolean => collection === 'charge_automatically' && behavior === 'default_incomplete'
 
@@ -460,6 +472,18 @@ export async function activateSubscription(deps: Deps, actor: Actor, id: string,
   })
 }
 
+/**
+ * payment_behavior default_incomplete: the subscription waits, incomplete, for its first invoice to be
+ * paid, then becomes active (subscription.activated), as Stripe's does. Called in the transaction that
+ * records a payment of one of its invoices; any other status is left alone.
+ */
+export async function subscriptionInvoicePaid(tx: Tx, scope: Scope, audit: Audit, subscriptionId: string): Promise<void> {
+  const sub = await lockSubscription(tx, scope, subscriptionId)
+  if (sub.subscription_status !== 'incomplete') return
+  const row = await updateRecord<store.SubscriptionRow>(tx, store.SUBSCRIPTIONS, scope, subscriptionId, { subscription_status: 'active' }, { audit })
+  await announce(tx, scope, 'subscription.activated', store.SUBSCRIPTIONS, await viewOf(tx, scope, row))
+}
+
 // ---- changing -----------------------------------------------------------------------------------------
 
 export interface UpdateSubscriptionInput {
@@ -479,14 +503,6 @@ export async function updateSubscription(deps: Deps, actor: Actor, id: string, i
   })
 }
 
-export interface CancelInput {
-  cancellation_type: 'immediate' | 'end_of_period' | 'scheduled_date'
-  cancel_at?: string
-  reason?: string
-  proration_behavior?: 'create_prorations' | 'none'
-  version?: number
-}
-
 export interface ProrationLine {
   line_item_id: string
   price_id: string
@@ -494,85 +510,25 @@ export interface ProrationLine {
   amount: string
 }
 
-/** One proration line as an invoice would carry it: rounded once to the currency's minor unit. */
-export function prorationLine(sub: store.SubscriptionRow, line: store.LineItemRow, p: { description: string; amount: Decimal }): ProrationLine {
-  return { line_item_id: line.id, price_id: line.price_id, description: p.description, amount: formatMoney(p.amount, sub.currency) }
+/** Proration charges as an invoice would carry them: each rounded once to the currency's minor unit. */
+export function prorationLines(sub: store.SubscriptionRow, charges: ChangeCharge[]): ProrationLine[] {
+  return charges.map(({ row, charge }) => ({ line_item_id: row.id, price_id: row.price_id, description: charge.description!, amount: formatMoney(charge.amount!, sub.currency) }))
+}
+
+/**
+ * A line whose coming end was already invoiced (always_invoice) keeps it: moving the end would leave the
+ * credit on that invoice wrong.
+ */
+export function assertEndOpen(line: store.LineItemRow, now: Date, field: string): void {
+  if (line.end_date && line.end_date > now && line.end_proration_behavior === 'always_invoice') {
+    throw invalidOperation(`line item ${line.id} ends at ${line.end_date.toISOString()} and its unused time from then was already invoiced`, { field, line_item_id: line.id })
+  }
 }
 
 /** Lines paid in advance for a recurring period: the ones a mid-period change prorates. */
 export const paidInAdvance = (l: store.LineItemRow): boolean => l.price_type === 'FIXED' && l.invoice_cadence === 'ADVANCE' && l.price.billing_cadence === 'RECURRING'
 
-/**
- * Credits for the unused rest of the period of lines paid in advance. Arrear lines bill what was
- * used, so they need none.
- */
-function unusedCredits(sub: store.SubscriptionRow, lines: store.LineItemRow[], at: Date): ProrationLine[] {
-  const period = { periodStart: sub.current_period_start, periodEnd: sub.current_period_end, at }
-  return lines
-    .filter(paidInAdvance)
-    .map((l) => prorationLine(sub, l, prorationCredit({ ...period, amount: periodAmount(l, l.quantity), label: l.display_name ?? l.price_id })))
-}
-
 export const totalOf = (lines: ProrationLine[], currency: string): string => formatMoney(sumMoney(lines.map((l) => parseDecimal(l.amount))), currency)
-
-/**
- * Rule 4: scheduled_date needs cancel_at strictly in the future; the subscription stays active until then
- * and the lifecycle job ends it. end_of_period cancels when the current period ends. immediate ends it
- * now and, with create_prorations, credits the unused part of what was paid in advance.
- */
-export async function cancelSubscription(deps: Deps, actor: Actor, id: string, input: CancelInput) {
-  const now = deps.clock.now()
-  const audit = auditOf(deps, actor)
-  if (input.cancel_at !== undefined && input.cancellation_type !== 'scheduled_date') throw validationError('cancel_at', 'is only used with cancellation_type scheduled_date')
-  return transaction(deps, async (tx) => {
-    const sub = await lockSubscription(tx, actor, id, input.version)
-    if (sub.subscription_status === 'cancelled') throw invalidOperation(`subscription ${id} is already cancelled`, { subscription_id: id })
-    let effective: Date
-    let changes: Partial<store.SubscriptionRow>
-    if (input.cancellation_type === 'scheduled_date') {
-      if (!input.cancel_at) throw validationError('cancel_at', 'is required with cancellation_type scheduled_date')
-      effective = new Date(input.cancel_at)
-      if (effective <= now) throw validationError('cancel_at', 'must be in the future')
-      if (sub.end_date && effective > sub.end_date) throw validationError('cancel_at', 'is after the subscription end_date')
-      changes = { cancel_at: effective, cancel_at_period_end: false }
-    } else if (input.cancellation_type === 'end_of_period') {
-      effective = sub.current_period_end
-      changes = { cancel_at: effective, cancel_at_period_end: true }
-    } else {
-      effective = now
-      changes = { subscription_status: 'cancelled', cancel_at: now, cancelled_at: now, end_date: now, cancel_at_period_end: false }
-    }
-    const immediate = input.cancellation_type === 'immediate'
-    const prorate = immediate && (input.proration_behavior ?? sub.proration_behavior) === 'create_prorations' && sub.subscription_status === 'active'
-    const open = await store.childrenOf<store.LineItemRow>(tx, store.LINE_ITEMS, actor, [sub.id])
-    const credits = prorate ? unusedCredits(sub, open.filter((l) => l.start_date <= now && (!l.end_date || l.end_date > now)), now) : []
-    const row = await updateRecord<store.SubscriptionRow>(tx, store.SUBSCRIPTIONS, actor, id, changes, { audit })
-    if (immediate) {
-      await store.endLineItems(tx, actor, { subscription_id: id }, now, audit.by)
-      await releaseChildren(tx, actor, audit, row, now)
-    }
-    const view = await viewOf(tx, actor, row)
-    const result = {
-      subscription_id: id,
-      cancellation_type: input.cancellation_type,
-      effective_date: effective,
-      status: row.subscription_status,
-      reason: input.reason ?? null,
-      proration_details: credits,
-      total_credit_amount: totalOf(credits, sub.currency),
-      processed_at: now,
-      subscription: view,
-    }
-    await recordCancellation(tx, actor, view, immediate, result)
-    return result
-  })
-}
-
-async function recordCancellation(tx: Tx, scope: Scope, view: SubscriptionView, immediate: boolean, result: { subscription: unknown }): Promise<void> {
-  const { subscription: _view, ...cancellation } = result
-  const record = { ...view, cancellation: toWire(cancellation) }
-  await announce(tx, scope, immediate ? 'subscription.cancelled' : 'subscription.updated', store.SUBSCRIPTIONS, record)
-}
 
 /**
  * When a parent ends, inherited children end with it (they are billed through it) and grouped children
@@ -582,7 +538,7 @@ export async function releaseChildren(tx: Tx, scope: Scope, audit: Audit, parent
   const children = await store.childSubscriptions(tx, scope, parent.id)
   for (const child of children.filter((c) => c.subscription_type === 'inherited')) {
     const row = await updateRecord<store.SubscriptionRow>(tx, store.SUBSCRIPTIONS, scope, child.id, { subscription_status: 'cancelled', cancelled_at: at, end_date: at, cancel_at: at }, { audit })
-    await store.endLineItems(tx, scope, { subscription_id: child.id }, at, audit.by)
+    await store.endLineItems(tx, scope, { subscription_id: child.id }, at, audit)
     await announce(tx, scope, 'subscription.cancelled', store.SUBSCRIPTIONS, row)
   }
   await regroup(tx, scope, audit, children.filter((c) => c.subscription_type === 'grouped_invoicing'), { subscription_type: 'standalone', parent_subscription_id: null })

@@ -1,10 +1,11 @@
 // Subscriptions, their line items, phases and addon associations.
+import type { ProrationBehavior } from '../../core/billing/cycle.ts'
 import type { BillingPeriod } from '../../core/periods.ts'
 import type { Scope } from '../../core/scope.ts'
 import type { BillingCycle, SubscriptionStatus, SubscriptionType } from '../../core/subscriptions.ts'
 import type { Decimal } from '../../core/money.ts'
 import type { Db } from '../../infra/postgres.ts'
-import { decodeRow, type FilterSpec, filterSpec, type Fragment, publishedIn, type RecordRow, type RecordTable } from '../../infra/records.ts'
+import { type Audit, decodeRow, type FilterSpec, filterSpec, type Fragment, publishedIn, type RecordRow, type RecordTable } from '../../infra/records.ts'
 
 export const SUBSCRIPTIONS: RecordTable = {
   name: 'subscriptions',
@@ -88,6 +89,9 @@ export interface LineItemRow extends RecordRow {
   trial_period_days: number
   start_date: Date
   end_date: Date | null
+  /** How its start and its end inside a billing period are settled (sql/postgres/0304); null: as the subscription prorates. */
+  proration_behavior: ProrationBehavior | null
+  end_proration_behavior: ProrationBehavior | null
 }
 
 export interface PhaseRow extends RecordRow {
@@ -127,11 +131,24 @@ export async function childSubscriptions(db: Db, scope: Scope, parentId: string)
 /** Line items in force at an instant: started and not yet ended. */
 export const activeAt = (db: Db, at: Date): Fragment => db`start_date <= ${at} AND (end_date IS NULL OR end_date > ${at})`
 
-/** Ends the open line items of a subscription (or of one phase) at `at`. */
-export async function endLineItems(db: Db, scope: Scope, where: { subscription_id: string; subscription_phase_id?: string }, at: Date, by: string): Promise<void> {
-  await db`UPDATE subscription_line_items SET end_date = ${at}, version = version + 1, updated_at = ${at}, updated_by = ${by}
+/**
+ * Ends the line items of a subscription (or of one phase) still in force at `at`, recording how that end
+ * is settled (`behavior`; null: as the subscription prorates). A line that starts later ends as it
+ * starts, so it never spans a negative time. `from`: lines ending there (at an earlier scheduled
+ * cancellation) end at `at` instead, also when `at` is later.
+ */
+export async function endLineItems(
+  db: Db,
+  scope: Scope,
+  where: { subscription_id: string; subscription_phase_id?: string },
+  at: Date,
+  audit: Audit,
+  settle: { behavior?: ProrationBehavior | null; from?: Date | null } = {},
+): Promise<void> {
+  await db`UPDATE subscription_line_items
+    SET end_date = GREATEST(start_date, ${at}), end_proration_behavior = ${settle.behavior ?? null}, version = version + 1, updated_at = ${audit.at}, updated_by = ${audit.by}
     WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND subscription_id = ${where.subscription_id}
-      AND status = 'published' AND (end_date IS NULL OR end_date > ${at})
+      AND status = 'published' AND (end_date IS NULL OR end_date > ${at} ${settle.from ? db`OR end_date = ${settle.from}` : db``})
       ${where.subscription_phase_id ? db`AND subscription_phase_id = ${where.subscription_phase_id}` : db``}`
 }
 

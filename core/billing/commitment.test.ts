@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { D } from '../money.ts'
-import { applyCommitment, type Commitment } from './commitment.ts'
+import { applyCommitment, applySharedCommitment, periodCommitment, type Commitment } from './commitment.ts'
 
 const USD: Commitment = { amount: '100.00', overage_factor: '1.5', true_up_enabled: true }
 
@@ -48,4 +48,40 @@ describe('applyCommitment: utilized, overage × factor, true-up', () => {
   ])('rejects %j', (commitment, message) => expect(() => applyCommitment(new D(1), commitment, 'USD')).toThrow(message))
 
   it('rejects a negative usage charge', () => expect(() => applyCommitment(new D(-1), USD, 'USD')).toThrow(RangeError))
+})
+
+describe('applySharedCommitment: one commitment used up by several lines in order', () => {
+  // Columns: charges, commitment -> per line [amount, utilized, overage], true-up.
+  it.each([
+    // 80.00 within; the second line takes the 20.00 left and bills (50 − 20) × 1.5 = 45.00 above: 65.00.
+    [['80', '50'], { amount: '100.00', overage_factor: '1.5' }, [['80.00', '80.00', '0'], ['65.00', '20.00', '45.00']], '0'],
+    // The commitment left is unrounded (39.995): 39.995 + 10.005 × 2 = 60.005 → 60.01, of which round(39.995) = 40.00 utilized.
+    [['60.005', '50'], { amount: '100.00', overage_factor: '2' }, [['60.01', '60.01', '0'], ['60.01', '40.00', '20.01']], '0'],
+    // 0.98 used: 0.51 + 0.48 = 0.99 billed, the true-up brings the lines to exactly 1.00.
+    [['0.505', '0.475'], { amount: '1.00', true_up_enabled: true }, [['0.51', '0.51', '0'], ['0.48', '0.48', '0']], '0.01'],
+    // 0.99 used but 1.00 billed after rounding each line: nothing is left to true up, never a negative true-up.
+    [['0.505', '0.485'], { amount: '1.00', true_up_enabled: true }, [['0.51', '0.51', '0'], ['0.49', '0.49', '0']], '0'],
+    // No usage line at all: the whole commitment is trued up.
+    [[], { amount: '100.00', true_up_enabled: true }, [], '100.00'],
+  ] as const)('%j %j', (charges, commitment, lines, trueUp) => {
+    const r = applySharedCommitment(charges.map((c) => new D(c)), commitment, 'USD')
+    expect(r.lines.map((l) => [l.amount, l.computed_commitment_utilized_amount, l.computed_overage_amount].map((d) => d.toFixed()))).toEqual(lines.map((l) => l.map((x) => new D(x).toFixed())))
+    expect(r.true_up_amount.toFixed()).toBe(new D(trueUp).toFixed())
+  })
+})
+
+describe('periodCommitment: a partial period commits to its share by day', () => {
+  it.each([
+    // 20 of April's 30 days: 90.00 × 20 / 30 = 60.00.
+    ['90.00', '2024-04-01', '2024-05-01', '2024-04-11', '2024-05-01', 'USD', '60.00'],
+    // 15 of January's 31 days: 100.00 × 15 / 31 = 48.387… → 48.39.
+    ['100.00', '2025-01-01', '2025-02-01', '2025-01-17', '2025-02-01', 'USD', '48.39'],
+    // JPY: 10000 × 15 / 31 = 4838.7… → 4839.
+    ['10000', '2025-01-01', '2025-02-01', '2025-01-17', '2025-02-01', 'JPY', '4839'],
+    // A whole period keeps the commitment.
+    ['90.00', '2024-04-01', '2024-05-01', '2024-04-01', '2024-05-01', 'USD', '90.00'],
+  ])('%s over %s–%s, billed %s–%s', (amount, start, end, from, to, currency, expected) => {
+    const c = periodCommitment({ amount, overage_factor: '1.5', true_up_enabled: true }, { start: new Date(start), end: new Date(end) }, { start: new Date(from), end: new Date(to) }, currency)
+    expect(c).toEqual({ amount: new D(expected).toFixed(), overage_factor: '1.5', true_up_enabled: true })
+  })
 })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../errors.ts'
 import { D } from '../money.ts'
-import { applyCreditNote, buildCreditNote, creditableAmounts, creditNoteType, type CreditableInvoice, type EarlierNote } from './credit-notes.ts'
+import { applyCreditNote, buildCreditNote, creditableAmounts, creditNoteType, reverseCreditNote, type CreditableInvoice, type EarlierNote } from './credit-notes.ts'
 import type { PaymentStatus } from './payments.ts'
 
 const d = (s: string) => new D(s)
@@ -130,4 +130,36 @@ describe('applyCreditNote: the invoice amounts follow', () => {
 
   it('refuses an adjustment beyond what is owed', () =>
     expect(() => applyCreditNote(PART_PAID, { credit_note_type: 'ADJUSTMENT', total_amount: d('23.83') })).toThrow(/exceeds the 23.82 still owed/))
+})
+
+describe('reverseCreditNote: voiding a finalized note', () => {
+  const adjustment = (amount: string) => ({ credit_note_type: 'ADJUSTMENT' as const, total_amount: d(amount) })
+
+  it.each<[string, CreditableInvoice, string, string[]]>([
+    // 20.00 adjusted off an unpaid 123.82: 103.82 due; voided, 123.82 is due and owed again, status unchanged.
+    ['on an unpaid invoice', UNPAID, '20.00', ['INITIATED', '0', '123.82', '123.82', '0']],
+    // The note settled a partly paid invoice (100.00 due, 100.00 paid); voided, 23.82 is owed again: PENDING.
+    ['that settled a partly paid invoice', PART_PAID, '23.82', ['PENDING', '0', '123.82', '23.82', '0']],
+  ])('ADJUSTMENT %s comes back', (_, invoice, amount, expected) => {
+    const applied = applyCreditNote(invoice, adjustment(amount))
+    const r = reverseCreditNote(applied, adjustment(amount))
+    expect([r.payment_status, r.adjustment_amount, r.amount_due, r.amount_remaining, r.overpaid_amount].map(String)).toEqual(expected)
+    expect(r.paid_at).toBeNull()
+  })
+
+  it('an invoice overpaid after the adjustment stays OVERPAID by less, or is just paid', () => {
+    // 123.82 − 23.82 = 100.00 due, 110.00 paid: 10.00 over. Voided, 123.82 is due: 13.82 owed again.
+    const over = { ...applyCreditNote(PART_PAID, adjustment('23.82')), payment_status: 'OVERPAID' as PaymentStatus, amount_paid: d('110.00'), overpaid_amount: d('10.00') }
+    const back = reverseCreditNote(over, adjustment('23.82'))
+    expect([back.payment_status, back.amount_remaining, back.overpaid_amount].map(String)).toEqual(['PENDING', '13.82', '0'])
+    // 5.00 adjusted off 123.82 (118.82 due), 130.00 paid: 11.18 over; voided, 6.18 over.
+    const more = { ...applyCreditNote(UNPAID, adjustment('5.00')), payment_status: 'OVERPAID' as PaymentStatus, amount_paid: d('130.00'), amount_remaining: d('0'), overpaid_amount: d('11.18') }
+    const still = reverseCreditNote(more, adjustment('5.00'))
+    expect([still.payment_status, still.amount_remaining, still.overpaid_amount].map(String)).toEqual(['OVERPAID', '0', '6.18'])
+  })
+
+  it('refuses a REFUND (its money has left) and an adjustment under later refunds', () => {
+    expect(() => reverseCreditNote(PAID, { credit_note_type: 'REFUND', total_amount: d('10.00') })).toThrow(/refund succeeded/)
+    expect(() => reverseCreditNote({ ...PAID, refunded_amount: d('10.00') }, adjustment('5.00'))).toThrow(/10.00 refunded/)
+  })
 })

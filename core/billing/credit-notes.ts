@@ -90,3 +90,30 @@ export function applyCreditNote(invoice: PaymentState, note: Pick<CreditNote, 'c
     payment_status: settled ? 'SUCCEEDED' : invoice.payment_status,
   }
 }
+
+/**
+ * What voiding a finalized note does to the invoice: the ADJUSTMENT is taken back (adjustment_amount
+ * down, amount_due up by the note), so the amount becomes owed and creditable again. An invoice the
+ * note had settled owes again: PENDING, paid_at cleared (an overpayment stays OVERPAID). A REFUND
+ * is not reversed: its money has left (Stripe refuses to void a note whose refund succeeded). Nor is
+ * an adjustment under later refunds, which were measured against what the adjustment left.
+ */
+export function reverseCreditNote(invoice: PaymentState, note: Pick<CreditNote, 'credit_note_type' | 'total_amount'>): PaymentState {
+  if (note.credit_note_type === 'REFUND') throw invalidOperation('a finalized REFUND note cannot be voided: its refund succeeded and the money has left', { credit_note_type: 'REFUND' })
+  if (invoice.invoice_status !== 'FINALIZED') throw invalidOperation(`the invoice is ${invoice.invoice_status}: its credit notes stay as they are`, { invoice_status: invoice.invoice_status })
+  if (invoice.refunded_amount.gt(0)) throw invalidOperation(`the invoice has ${formatMoney(invoice.refunded_amount, invoice.currency)} refunded since: the refunds were measured against what this adjustment left, so it stays`, { refunded_amount: formatMoney(invoice.refunded_amount, invoice.currency) })
+  const due = invoice.amount_due.plus(note.total_amount)
+  const remaining = D.max(0, due.minus(invoice.amount_paid))
+  const overpaid = D.max(0, invoice.amount_paid.minus(due))
+  const settled = invoice.payment_status === 'SUCCEEDED' || invoice.payment_status === 'OVERPAID'
+  const status: PaymentStatus = !settled ? invoice.payment_status : overpaid.gt(0) ? 'OVERPAID' : remaining.isZero() ? 'SUCCEEDED' : 'PENDING'
+  return {
+    ...invoice,
+    adjustment_amount: invoice.adjustment_amount.minus(note.total_amount),
+    amount_due: due,
+    amount_remaining: remaining,
+    overpaid_amount: overpaid,
+    payment_status: status,
+    paid_at: status === 'PENDING' ? null : invoice.paid_at,
+  }
+}

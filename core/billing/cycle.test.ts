@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { D, formatMoney } from '../money.ts'
-import { billingPoints, duePoints, nextPoint, pointCharges, type Cycle, type CycleLine } from './cycle.ts'
+import { billingPoints, duePoints, nextPoint, pointCharges, prorations, type Cycle, type CycleLine, type ProrationBehavior, type Settles, type Span } from './cycle.ts'
 
 const d = (s: string) => new Date(s)
 const iso = (x: Date) => x.toISOString().slice(0, 10)
@@ -123,4 +123,36 @@ describe('billing points', () => {
     const [u] = pointCharges(cycle, [usage], { prorate: false, usageFrom: d('2024-02-10T00:00:00Z') })
     expect([iso(u.period.start), iso(u.period.end)]).toEqual(['2024-02-10', '2024-02-29'])
   })
+})
+
+describe('prorations: each start and end settled as its modification said', () => {
+  // April 2024 (30 days), 30.00 a seat in advance; changes on the 11th (20 days left) and the 21st (10 left).
+  const april: Span = { start: d('2024-04-01T00:00:00Z'), end: d('2024-05-01T00:00:00Z'), full: { start: d('2024-04-01T00:00:00Z'), end: d('2024-05-01T00:00:00Z') } }
+  const [apr11, apr21] = [d('2024-04-11T00:00:00Z'), d('2024-04-21T00:00:00Z')]
+  const price = { billing_model: 'FLAT_FEE' as const, amount: '30.00' }
+  const seat = (over: Partial<CycleLine>) => line({ start_date: april.start, price, ...over })
+  const byCycle: Settles = (b) => b === 'create_prorations'
+  const atOnce = (t: Date): Settles => (b, x) => b === 'always_invoice' && x.getTime() === t.getTime()
+  const show = (l: CycleLine, settles: Settles, fallback: ProrationBehavior = 'none') =>
+    prorations(l, april, settles, fallback, 'Seat').map((c) => [c.kind, iso(c.period.start), iso(c.period.end), formatMoney(c.amount!, 'USD')])
+
+  it.each<[string, CycleLine, Settles, ProrationBehavior, string[][]]>([
+    // 1 seat from 1 April, ended on the 11th at once: the cycle leaves it; the update invoice credits −30 × 20/30.
+    ['an end invoiced at once, seen by the cycle', seat({ end_date: apr11, end_proration: 'always_invoice' }), byCycle, 'create_prorations', []],
+    ['an end invoiced at once, on its invoice', seat({ end_date: apr11, end_proration: 'always_invoice' }), atOnce(apr11), 'create_prorations', [['proration_credit', '2024-04-11', '2024-05-01', '-20.00']]],
+    // 3 seats from the 11th at once: 90 × 20/30 = 60.00 on the update invoice, nothing at the cycle.
+    ['a start invoiced at once', seat({ start_date: apr11, quantity: new D(3), start_proration: 'always_invoice' }), atOnce(apr11), 'none', [['proration_charge', '2024-04-11', '2024-05-01', '60.00']]],
+    ['a start invoiced at once, seen by the cycle', seat({ start_date: apr11, quantity: new D(3), start_proration: 'always_invoice' }), byCycle, 'create_prorations', []],
+    // Started on the 11th for the cycle, ended on the 21st at once: the cycle charges the whole rest (60.00),
+    // the update invoice of the 21st credits 90 × 10/30 = −30.00.
+    ['a cycle start and an end at once: the charge', seat({ start_date: apr11, end_date: apr21, quantity: new D(3), start_proration: 'create_prorations', end_proration: 'always_invoice' }), byCycle, 'none', [['proration_charge', '2024-04-11', '2024-05-01', '60.00']]],
+    ['a cycle start and an end at once: the credit', seat({ start_date: apr11, end_date: apr21, quantity: new D(3), start_proration: 'create_prorations', end_proration: 'always_invoice' }), atOnce(apr21), 'none', [['proration_credit', '2024-04-21', '2024-05-01', '-30.00']]],
+    // Both left to the cycle: one charge for the ten days between, 60.00 − 30.00.
+    ['start and end by the cycle', seat({ start_date: apr11, end_date: apr21, quantity: new D(3), start_proration: 'create_prorations', end_proration: 'create_prorations' }), byCycle, 'none', [['proration_charge', '2024-04-11', '2024-04-21', '30.00']]],
+    // Started with none, so never paid: its end credits nothing, whatever the end says.
+    ['an unpaid start is never credited', seat({ start_date: apr11, end_date: apr21, quantity: new D(3), start_proration: 'none', end_proration: 'create_prorations' }), byCycle, 'create_prorations', []],
+    // Nothing set on the line: the subscription's behavior (the fallback) decides.
+    ['the subscription prorates', seat({ end_date: apr21 }), byCycle, 'create_prorations', [['proration_credit', '2024-04-21', '2024-05-01', '-10.00']]],
+    ['the subscription does not', seat({ end_date: apr21 }), byCycle, 'none', []],
+  ])('%s', (_name, l, settles, fallback, expected) => expect(show(l, settles, fallback)).toEqual(expected))
 })

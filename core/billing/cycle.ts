@@ -5,7 +5,8 @@
 // first period's ADVANCE charges), then every period end (the ended period's ARREAR and usage charges,
 // and the next period's ADVANCE charges). A subscription that ends inside a period is billed a last time
 // at its end. Advance charges always cover the whole period: a mid-period change (a cancellation, a new
-// quantity) is settled at the next point by proration lines when the subscription prorates.
+// quantity) is settled by proration lines as the changed line items say: at the next point, on an update
+// invoice at the change, or not at all.
 import { D, type Decimal } from '../money.ts'
 import { periodContaining, type BillingPeriod, type Period } from '../periods.ts'
 import type { PriceInput } from '../pricing/index.ts'
@@ -108,6 +109,13 @@ export function nextPoint(c: Cycle, now: Date): BillingPoint | undefined {
   return undefined
 }
 
+/**
+ * How a line item's start or end inside a billing period is settled (a modification's
+ * proration_behavior): by the next billing point (create_prorations), on an invoice at the change
+ * (always_invoice), or not at all (none).
+ */
+export type ProrationBehavior = 'create_prorations' | 'always_invoice' | 'none'
+
 /** What a subscription line item is, as far as billing goes. */
 export interface CycleLine {
   id: string
@@ -119,6 +127,9 @@ export interface CycleLine {
   end_date: Date | null
   quantity: Decimal
   price: PriceInput
+  /** How its start and its end inside a period are settled; null or absent: as the subscription prorates. */
+  start_proration?: ProrationBehavior | null
+  end_proration?: ProrationBehavior | null
 }
 
 export type ChargeKind = 'advance' | 'arrear' | 'onetime' | 'trial' | 'usage' | 'proration_credit' | 'proration_charge'
@@ -153,7 +164,7 @@ function fixedShare(l: CycleLine, span: Span, part: Period, kind: ChargeKind): C
 }
 
 export interface ChargeOptions {
-  /** The subscription settles mid-period changes of advance lines (create_prorations). */
+  /** The subscription settles mid-period changes of advance lines (create_prorations) unless a line says otherwise. */
   prorate: boolean
   /** Usage is measured from here when an auto-invoice threshold already billed the start of the span. */
   usageFrom?: Date
@@ -186,21 +197,10 @@ export function pointCharges(p: BillingPoint, lines: readonly CycleLine[], opts:
       const part = overlap(usageSpan, l)
       if (part) charges.push({ line: l, kind: 'usage', period: part })
     }
-    if (opts.prorate) {
-      for (const l of recurring.filter((x) => x.price_type === 'FIXED' && x.invoice_cadence === 'ADVANCE')) {
-        const change = { amount: periodAmount(l), periodStart: a.full.start, periodEnd: a.full.end, label: label(l) }
-        // Billed for the whole span at its start, ended inside it: the unused rest comes back.
-        if (inForceAt(l, a.start) && l.end_date && l.end_date < a.full.end) {
-          const credit = prorationCredit({ ...change, at: l.end_date })
-          charges.push({ line: l, kind: 'proration_credit', period: { start: l.end_date, end: a.full.end }, amount: credit.amount, description: credit.description })
-        }
-        // Started inside the span: not billed at its start, so the rest of the span is charged now.
-        if (l.start_date > a.start && l.start_date < a.end) {
-          const charge = prorationCharge({ ...change, at: l.start_date })
-          const unused = l.end_date && l.end_date < a.full.end ? prorationCredit({ ...change, at: l.end_date }).amount : new D(0)
-          charges.push({ line: l, kind: 'proration_charge', period: { start: l.start_date, end: l.end_date && l.end_date < a.full.end ? l.end_date : a.full.end }, amount: charge.amount.plus(unused), description: charge.description })
-        }
-      }
+    // Mid-period starts and ends of advance lines that are left to the cycle (create_prorations).
+    const fallback: ProrationBehavior = opts.prorate ? 'create_prorations' : 'none'
+    for (const l of recurring.filter((x) => x.price_type === 'FIXED' && x.invoice_cadence === 'ADVANCE')) {
+      charges.push(...prorations(l, a, (b) => b === 'create_prorations', fallback, label(l)))
     }
   }
   const n = p.advance
@@ -213,4 +213,30 @@ export function pointCharges(p: BillingPoint, lines: readonly CycleLine[], opts:
     if (span && holds(span, l.start_date)) charges.push({ line: l, kind: 'onetime', period: { start: l.start_date, end: span.end }, amount: periodAmount(l), factor: new D(1) })
   }
   return charges
+}
+
+/** Which settlements of a line's start or end (made as `behavior`, at `at`) a caller bills. */
+export type Settles = (behavior: ProrationBehavior, at: Date) => boolean
+
+/**
+ * The proration charges of a fixed ADVANCE line inside span `a`, for the starts and ends `settles`
+ * takes: a start inside the span charges the rest of the period; an end inside the period credits its
+ * unused rest, when that was paid (the line was billed at the span's start, or its start was charged).
+ * A start and an end taken together make one charge for the time in between. `fallback` is the
+ * behavior of a start or end no modification set (the subscription's own).
+ */
+export function prorations(l: CycleLine, a: Span, settles: Settles, fallback: ProrationBehavior, label: string): Charge[] {
+  const change = { amount: periodAmount(l), periodStart: a.full.start, periodEnd: a.full.end, label }
+  const start = l.start_proration ?? fallback
+  const end = l.end_proration ?? fallback
+  const startsInside = l.start_date > a.start && l.start_date < a.end
+  const endsInside = l.end_date !== null && l.end_date > a.start && l.end_date < a.full.end
+  const paid = inForceAt(l, a.start) || (startsInside && start !== 'none')
+  const credit = endsInside && paid && settles(end, l.end_date!) ? prorationCredit({ ...change, at: l.end_date! }) : null
+  if (startsInside && settles(start, l.start_date)) {
+    const charge = prorationCharge({ ...change, at: l.start_date })
+    const period = { start: l.start_date, end: credit ? l.end_date! : a.full.end }
+    return [{ line: l, kind: 'proration_charge', period, amount: charge.amount.plus(credit?.amount ?? 0), description: charge.description }]
+  }
+  return credit ? [{ line: l, kind: 'proration_credit', period: { start: l.end_date!, end: a.full.end }, amount: credit.amount, description: credit.description }] : []
 }

@@ -105,7 +105,7 @@ describe('computeInvoice: the worked examples', () => {
 
   it('KWD: the true-up line and the commitment_info', () => {
     const inv = computeInvoice(KWD_EXAMPLE)
-    expect(inv.line_items[3]).toMatchObject({ display_name: 'True-up for Messages', true_up_for_line: 1 })
+    expect(inv.line_items[3]).toMatchObject({ display_name: 'True-up for Messages', true_up_for: [1] })
     const info = inv.line_items[1].commitment_info!
     expect([info.computed_commitment_utilized_amount, info.computed_overage_amount, info.computed_true_up_amount].map(String)).toEqual(['1.543', '0', '0.457'])
   })
@@ -138,6 +138,18 @@ describe('computeInvoice: edge cases', () => {
     // 0.475 → 0.48: one cent too many, taken from the largest line).
     ['a line tax covers the true-up of its line', base({ lines: [fixedLine('20.00'), { ...usage('0.50', '1'), commitment: { amount: '10.00', true_up_enabled: true } }], taxes: [{ rate: tax('5'), line_indexes: [1] }] }), [['20.00', '0.00', '0.00', '0.00', '0.00'], ['0.50', '0.00', '0.00', '0.03', '0.00'], ['9.50', '0.00', '0.00', '0.47', '0.00']], ['30.00', '0.00', '0.50', '30.50', '0.00', '30.50']],
   ])('%s', (_, input, lines, totals) => expect(summary(computeInvoice(input))).toEqual({ lines, totals }))
+
+  it('a shared commitment over two usage lines: order, overage and its own true-up line', () => {
+    // 80.00 and 50.00 of usage against 100.00 × 1.5: 80.00, then 20.00 + 30.00 × 1.5 = 65.00; the fixed line is outside.
+    const above = computeInvoice(base({ lines: [usage('0.10', '800'), fixedLine('20.00'), usage('0.25', '200')], commitments: [{ commitment: { amount: '100.00', overage_factor: '1.5' }, line_indexes: [0, 2], display_name: 'Commitment true-up' }] }))
+    expect(summary(above).lines.map((l) => l[0])).toEqual(['80.00', '20.00', '65.00'])
+    expect(above.line_items[2].commitment_info!.computed_overage_amount.toFixed()).toBe('45')
+    // 30.00 of usage, true-up 70.00 after every given line; a 10% tax covers it.
+    const below = computeInvoice(base({ lines: [usage('0.10', '300'), fixedLine('20.00')], commitments: [{ commitment: { amount: '100.00', true_up_enabled: true }, line_indexes: [0], display_name: 'Commitment true-up' }], taxes: [{ rate: tax('10') }] }))
+    expect(below.line_items[2]).toMatchObject({ display_name: 'Commitment true-up', true_up_for: [0], shared_commitment: 0, price_type: 'USAGE' })
+    expect(summary(below)).toEqual({ lines: [['30.00', '0.00', '0.00', '3.00', '0.00'], ['20.00', '0.00', '0.00', '2.00', '0.00'], ['70.00', '0.00', '0.00', '7.00', '0.00']], totals: ['120.00', '0.00', '12.00', '132.00', '0.00', '132.00'] })
+    expect(() => computeInvoice(base({ lines: [{ price_type: 'FIXED', amount: new D(1) }], commitments: [{ commitment: { amount: '1.00' }, line_indexes: [0], display_name: 'x' }] }))).toThrow(/commitments\[0\]/)
+  })
 
   it('keeps quantity, billed quantity and names on the lines', () => {
     const inv = computeInvoice(base({ lines: [{ price_type: 'FIXED', price_id: 'p1', display_name: 'Seats', price: flat('2.00', { min_quantity: '10' }), quantity: new D(3) }] }))

@@ -1,11 +1,12 @@
 // computeInvoice: the whole calculation of one invoice, pure. The order is written in docs/billing.md:
-// price each line (allowance, min quantity, model), commitment, round each line once, line coupons,
+// price each line (allowance, min quantity, model), commitments (a line's own, then shared ones over
+// several lines), round each line once, line coupons,
 // invoice coupons spread over the lines, taxes per rate on the discounted amounts, totals, prepaid credits.
 import { validationError } from '../errors.ts'
 import { D, minorUnits, roundMoney, sumMoney, type Decimal } from '../money.ts'
 import { priceAmount, type PriceInput, type TierLine } from '../pricing/index.ts'
 import { applyAllowance, type Allowance } from './allowance.ts'
-import { applyCommitment, type Commitment, type CommitmentResult } from './commitment.ts'
+import { applyCommitment, applySharedCommitment, type Commitment, type CommitmentResult } from './commitment.ts'
 import { applyCoupons, type CouponApplication, type CouponUse } from './coupons.ts'
 import { applyTaxes, type TaxApplied, type TaxUse } from './taxes.ts'
 
@@ -24,6 +25,15 @@ export type InvoiceLineInput = {
   commitment?: Commitment | null
 }
 
+/** A commitment over several usage lines together (a subscription's commitment_amount). */
+export type SharedCommitment = {
+  commitment: Commitment
+  /** The lines it covers, in the order they use up the commitment; each must be priced, without a commitment of its own. */
+  line_indexes: number[]
+  /** The true-up line's name. */
+  display_name: string
+}
+
 export type InvoiceInput = {
   currency: string
   /** The invoice date: coupon redemption windows are checked against it. */
@@ -31,6 +41,7 @@ export type InvoiceInput = {
   lines: InvoiceLineInput[]
   /** Line coupons address lines by index; true-up lines come after all given lines. */
   coupons?: CouponUse[]
+  commitments?: SharedCommitment[]
   taxes?: TaxUse[]
   /** Prepaid credits that may pay this invoice, and the price types they may pay for. */
   prepaid?: { available: Decimal; allowed_price_types: (PriceType | 'ALL')[] }
@@ -52,8 +63,10 @@ export type InvoiceLine = {
   tax_amount: Decimal
   prepaid_credits_applied: Decimal
   commitment_info: Omit<CommitmentResult, 'usage_amount' | 'true_up_amount'> | null
-  /** A true-up line: the index of the line whose commitment it completes. */
-  true_up_for_line: number | null
+  /** A true-up line: the indexes of the lines whose commitment it completes. */
+  true_up_for: number[] | null
+  /** A shared commitment's true-up line: the commitment's index in the input's `commitments`. */
+  shared_commitment: number | null
   tiers: TierLine[] | null
 }
 
@@ -75,36 +88,84 @@ export type Invoice = {
 
 type PricedLine = Omit<InvoiceLine, 'line_item_discount' | 'invoice_level_discount' | 'tax_amount' | 'prepaid_credits_applied'>
 
-/** One input line priced and rounded once; with a true-up, also the true-up line. */
-function priceLine(line: InvoiceLineInput, index: number, currency: string): PricedLine[] {
+/** One input line priced, its amount still unrounded. */
+function priceLine(line: InvoiceLineInput, index: number, currency: string): PricedLine & { unrounded: Decimal } {
   if ((line.price == null) === (line.amount == null)) throw validationError(`lines[${index}]`, 'needs exactly one of price and amount')
   if (line.allowance && !line.price) throw validationError(`lines[${index}].allowance`, 'needs a price to apply to')
   const quantity = line.quantity ?? new D(1)
-  const base = { price_type: line.price_type, price_id: line.price_id ?? null, display_name: line.display_name ?? null, currency, quantity, true_up_for_line: null }
   const priced = line.price ? priceAmount(line.price, applyAllowance(quantity, line.allowance).billable) : null
   const unrounded = priced ? priced.amount : line.amount!
-  const billed = priced ? priced.quantity : quantity
-  const tiers = priced?.tiers ?? null
-  if (!line.commitment) return [{ ...base, billed_quantity: billed, amount: roundMoney(unrounded, currency), commitment_info: null, tiers }]
-  const { usage_amount, true_up_amount, ...info } = applyCommitment(unrounded, line.commitment, currency)
-  const usage: PricedLine = { ...base, billed_quantity: billed, amount: usage_amount, commitment_info: info, tiers }
-  if (true_up_amount.isZero()) return [usage]
-  const name = `True-up for ${line.display_name ?? `line ${index}`}`
-  return [usage, { ...base, display_name: name, quantity: new D(1), billed_quantity: new D(1), amount: true_up_amount, commitment_info: null, true_up_for_line: index, tiers: null }]
+  return {
+    price_type: line.price_type,
+    price_id: line.price_id ?? null,
+    display_name: line.display_name ?? null,
+    currency,
+    quantity,
+    billed_quantity: priced ? priced.quantity : quantity,
+    amount: roundMoney(unrounded, currency),
+    unrounded,
+    commitment_info: null,
+    true_up_for: null,
+    shared_commitment: null,
+    tiers: priced?.tiers ?? null,
+  }
+}
+
+type TrueUpOf = Pick<PricedLine, 'price_type' | 'price_id' | 'currency'>
+
+const trueUpLine = (of: TrueUpOf, name: string, amount: Decimal, lines: number[], shared: number | null, info: PricedLine['commitment_info']): PricedLine => ({
+  price_type: of.price_type,
+  price_id: of.price_id,
+  display_name: name,
+  currency: of.currency,
+  quantity: new D(1),
+  billed_quantity: new D(1),
+  amount,
+  commitment_info: info,
+  true_up_for: lines,
+  shared_commitment: shared,
+  tiers: null,
+})
+
+/** Lines with their commitments applied (each line rounded once); true-up lines follow the given lines. */
+function commitLines(input: InvoiceInput): PricedLine[] {
+  const { currency } = input
+  const lines = input.lines.map((l, i) => priceLine(l, i, currency))
+  const trueUps: PricedLine[] = []
+  for (const [i, l] of input.lines.entries()) {
+    if (!l.commitment) continue
+    const { usage_amount, true_up_amount, ...info } = applyCommitment(lines[i].unrounded, l.commitment, currency)
+    Object.assign(lines[i], { amount: usage_amount, commitment_info: info })
+    if (!true_up_amount.isZero()) trueUps.push(trueUpLine(lines[i], `True-up for ${l.display_name ?? `line ${i}`}`, true_up_amount, [i], null, null))
+  }
+  for (const [k, shared] of (input.commitments ?? []).entries()) {
+    for (const i of shared.line_indexes) {
+      if (!input.lines[i]?.price || input.lines[i].commitment) throw validationError(`commitments[${k}].line_indexes`, `line ${i} is not a priced line without a commitment of its own`)
+    }
+    const result = applySharedCommitment(shared.line_indexes.map((i) => lines[i].unrounded), shared.commitment, currency)
+    for (const [j, i] of shared.line_indexes.entries()) {
+      const { amount, ...info } = result.lines[j]
+      Object.assign(lines[i], { amount, commitment_info: { ...info, computed_true_up_amount: new D(0) } })
+    }
+    if (!result.true_up_amount.isZero()) {
+      const zero = new D(0)
+      trueUps.push(trueUpLine({ price_type: 'USAGE', price_id: null, currency }, shared.display_name, result.true_up_amount, shared.line_indexes, k, { computed_commitment_utilized_amount: zero, computed_overage_amount: zero, computed_true_up_amount: result.true_up_amount }))
+    }
+  }
+  // Given lines keep their indexes (coupons and taxes address them); true-up lines follow.
+  return [...lines.map(({ unrounded: _u, ...l }) => l), ...trueUps]
 }
 
 export function computeInvoice(input: InvoiceInput): Invoice {
   const { currency } = input
   minorUnits(currency) // rejects a bad code before anything else
-  const priced = input.lines.map((l, i) => priceLine(l, i, currency))
-  // Given lines keep their indexes (coupons and taxes address them); true-up lines follow.
-  const lines = [...priced.map((p) => p[0]), ...priced.flatMap((p) => p.slice(1))]
+  const lines = commitLines(input)
   const amounts = lines.map((l) => l.amount)
 
   const discounts = applyCoupons(amounts, input.coupons ?? [], currency, input.invoice_date)
   const net = amounts.map((a, i) => a.minus(discounts.line_item_discount[i]).minus(discounts.invoice_level_discount[i]))
   // A rate on some lines also covers their true-up lines.
-  const withTrueUps = (idx: number[]) => [...idx, ...lines.flatMap((l, i) => (l.true_up_for_line != null && idx.includes(l.true_up_for_line) ? [i] : []))]
+  const withTrueUps = (idx: number[]) => [...idx, ...lines.flatMap((l, i) => (l.true_up_for?.some((t) => idx.includes(t)) ? [i] : []))]
   const taxUses = (input.taxes ?? []).map((t) => (t.line_indexes ? { ...t, line_indexes: withTrueUps(t.line_indexes) } : t))
   const taxes = applyTaxes(net, taxUses, currency)
 
