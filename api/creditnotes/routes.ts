@@ -46,7 +46,7 @@ export const creditNoteRoutes: Route[] = [
     method: 'POST',
     path: '/v1/creditnotes/{id}/void',
     tag: 'Credit notes',
-    summary: 'Void a draft note, freeing what it reserved',
+    summary: 'Void a note: a draft frees what it reserved; a finalized ADJUSTMENT is taken back from the invoice (a REFUND whose money left cannot be voided)',
     permission: 'write',
     handler: async ({ deps, actor, params }) => toWire(await service.voidCreditNote(deps, actor, params.id)),
   }),

@@ -2,8 +2,9 @@
 // the invoice was paid, ADJUSTMENT otherwise; what a line can still take is net of earlier notes (drafts
 // reserve theirs). Creating and finalizing take the invoice's row lock first, so two notes at once
 // cannot credit the same money twice. Finalizing numbers the note (CN-…, gap-free) and moves the
-// invoice's adjustment_amount or refunded_amount and payment status.
-import { applyCreditNote, buildCreditNote, creditableAmounts, type CreditableInvoice } from '../../core/billing/credit-notes.ts'
+// invoice's adjustment_amount or refunded_amount and payment status; voiding a finalized adjustment
+// moves them back.
+import { applyCreditNote, buildCreditNote, creditableAmounts, reverseCreditNote, type CreditableInvoice } from '../../core/billing/credit-notes.ts'
 import { invalidOperation, notFound } from '../../core/errors.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
@@ -145,12 +146,17 @@ export async function finalizeCreditNote(deps: Deps, actor: Actor, id: string): 
   })
 }
 
-/** A draft is voided and frees what it reserved; a finalized note has moved money and stays. */
+/**
+ * A draft is voided and frees what it reserved. A finalized ADJUSTMENT is voided and taken back from
+ * the invoice (core reverseCreditNote: owed and creditable again); a finalized REFUND stays, its money
+ * has left. A voided note is final.
+ */
 export async function voidCreditNote(deps: Deps, actor: Actor, id: string): Promise<CreditNoteView> {
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
-    const { note } = await lockNote(tx, actor, id)
-    if (note.credit_note_status !== 'DRAFT') throw invalidOperation(`credit note ${id} is ${note.credit_note_status}: only drafts are voided`, { credit_note_status: note.credit_note_status })
+    const { note, invoice } = await lockNote(tx, actor, id)
+    if (note.credit_note_status === 'VOIDED') throw invalidOperation(`credit note ${id} is already VOIDED`, { credit_note_status: note.credit_note_status })
+    if (note.credit_note_status === 'FINALIZED') await setPaymentState(tx, actor, audit, invoice.id, reverseCreditNote(paymentState(invoice), note))
     const row = await updateRecord<store.NoteRow>(tx, store.NOTES, actor, id, { credit_note_status: 'VOIDED', voided_at: audit.at }, { audit })
     const view = await viewOf(tx, actor, row)
     await announce(tx, actor, 'credit_note.updated', store.NOTES, view)

@@ -1,0 +1,342 @@
+// Payment provider integration over HTTP on the real engines (rule 16), against a local stand-in for
+// the Stripe API (test/fake-stripe.ts): connections whose secrets are never returned, finalized
+// invoices pushed by the invoice-sync job (checkout address, or the saved card charged), signed
+// callbacks that pay the invoice once, and a provider outage retried with backoff.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fixedClock } from '../../core/clock.ts'
+import { signatureHeader } from '../../core/signatures.ts'
+import { customer, eventsOf } from '../../test/catalog.ts'
+import { startFakeStripe, type FakeStripe } from '../../test/fake-stripe.ts'
+import { startHarness, type Harness } from '../../test/harness.ts'
+import { call, newWallet, topUp } from '../../test/wallets.ts'
+import { loadConfig } from '../../core/config.ts'
+import { decryptSecrets, encryptSecrets } from './secrets.ts'
+
+const SECRET_KEY = 'sk_test_meterbill_51234567890'
+const WEBHOOK_SECRET = 'whsec_meterbill_test_secret'
+const clock = fixedClock('2024-05-10T12:00:00Z')
+let h: Harness
+let fake: FakeStripe
+let connection: any
+
+const stripeConnection = (apiBaseUrl: string, secrets: Record<string, string> = { secret_key: SECRET_KEY, webhook_secret: WEBHOOK_SECRET }) => ({
+  name: 'Stripe',
+  provider_type: 'stripe',
+  encrypted_secret_data: { stripe: { publishable_key: 'pk_test_meterbill', ...secrets } },
+  api_base_url: apiBaseUrl,
+})
+
+beforeAll(async () => {
+  h = await startHarness({ clock })
+  fake = await startFakeStripe(SECRET_KEY)
+  connection = await call(h, 'POST', '/v1/connections', stripeConnection(fake.url), 201)
+  clock.advance(1000)
+})
+afterAll(async () => {
+  await fake?.stop()
+  await h?.stop()
+})
+
+const runSync = async () => (await call(h, 'POST', '/v1/jobs/invoice-sync/run')).summary
+const syncOf = async (invoiceId: string) => (await call(h, 'GET', `/v1/invoices/${invoiceId}/sync`)).items
+const invoice = (id: string) => call(h, 'GET', `/v1/invoices/${id}`)
+const stripeInvoiceOf = (invoiceId: string) => [...fake.invoices.values()].filter((i) => i.metadata.meterbill_invoice_id === invoiceId)
+const now = () => Math.floor(clock.now().getTime() / 1000)
+
+/** A finalized one-off USD invoice with these lines (no tax, no discount). */
+async function finalized(customerId: string, amounts: string[]) {
+  const total = amounts.reduce((a, b) => a + Math.round(Number(b) * 100), 0) / 100
+  const body = {
+    customer_id: customerId,
+    currency: 'USD',
+    subtotal: total.toFixed(2),
+    total: total.toFixed(2),
+    amount_due: total.toFixed(2),
+    line_items: amounts.map((amount, i) => ({ display_name: `Line ${i + 1}`, amount, quantity: '1' })),
+  }
+  const inv = await call(h, 'POST', '/v1/invoices', body, 201)
+  await call(h, 'POST', `/v1/invoices/${inv.id}/finalize`)
+  return invoice(inv.id)
+}
+
+let eventSeq = 0
+const stripeEvent = (type: string, object: Record<string, unknown>) => ({ id: `evt_test_${++eventSeq}`, object: 'event', type, data: { object } })
+const invoicePaid = (stripeInvoice: any) =>
+  stripeEvent('invoice.paid', { id: stripeInvoice.id, object: 'invoice', status: 'paid', currency: 'usd', amount_paid: stripeInvoice.amount_due, metadata: stripeInvoice.metadata })
+
+/** Posts a notification as Stripe would: the raw JSON, signed at `at` with `secret`. */
+function notify(event: unknown, options: { secret?: string; at?: number; header?: string | null; path?: string } = {}) {
+  const raw = JSON.stringify(event)
+  const header = options.header === undefined ? signatureHeader(options.secret ?? WEBHOOK_SECRET, options.at ?? now(), raw) : options.header
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...(header !== null && { 'stripe-signature': header }) }
+  return h.http('POST', options.path ?? connection.webhook_url, { key: null, raw, headers })
+}
+
+describe('connections', () => {
+  it('are created, read, updated and deleted; secrets are stored encrypted and never returned', async () => {
+    const other = await h.newTenant()
+    const as = (method: string, path: string, body?: unknown) => h.http(method, path, { body, key: other.apiKey })
+    const missing = await as('POST', '/v1/connections', stripeConnection('http://127.0.0.1:9', { secret_key: 'sk_test_other' }))
+    expect([missing.status, missing.body.details]).toEqual([400, { 'encrypted_secret_data.stripe.webhook_secret': expect.stringContaining('required') }])
+
+    const made = await as('POST', '/v1/connections', stripeConnection('http://127.0.0.1:9', { secret_key: 'sk_test_other', webhook_secret: 'whsec_other' }))
+    expect(made.status, JSON.stringify(made.body)).toBe(201)
+    expect(made.body).toMatchObject({
+      name: 'Stripe',
+      provider_type: 'stripe',
+      api_base_url: 'http://127.0.0.1:9',
+      sync_config: { invoice: { inbound: true, outbound: true } },
+      webhook_url: `/v1/webhooks/stripe/${other.tenantId}/${other.environments.production}`,
+      status: 'published',
+    })
+    const id = made.body.id
+    const [stored] = await h.running.deps.sql`SELECT encrypted_secret_data FROM connections WHERE id = ${id}`
+    expect(stored.encrypted_secret_data).toMatch(/^v1:/)
+    for (const res of [made, await as('GET', `/v1/connections/${id}`), await as('GET', '/v1/connections')]) {
+      expect(res.status).toBe(200 + (res === made ? 1 : 0))
+      const text = JSON.stringify(res.body)
+      for (const secret of ['sk_test_other', 'whsec_other', 'pk_test_meterbill', 'encrypted_secret_data', stored.encrypted_secret_data]) expect(text).not.toContain(secret)
+    }
+    expect(JSON.stringify(stored)).not.toContain('sk_test_other')
+
+    const twice = await as('POST', '/v1/connections', stripeConnection('http://127.0.0.1:9', { secret_key: 'sk_2', webhook_secret: 'whsec_2' }))
+    expect([twice.status, twice.body.code, twice.body.details]).toEqual([409, 'already_exists', { provider_type: 'stripe' }])
+    expect((await h.http('GET', `/v1/connections/${id}`)).status).toBe(404) // another tenant's
+
+    // A rolled webhook secret alone: the secret key stays.
+    const updated = await as('PUT', `/v1/connections/${id}`, { name: 'Stripe EU', encrypted_secret_data: { stripe: { webhook_secret: 'whsec_rolled' } }, sync_config: { invoice: { outbound: false } }, version: 1 })
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200)
+    expect(updated.body).toMatchObject({ name: 'Stripe EU', version: 2, sync_config: { invoice: { inbound: true, outbound: false } } })
+    expect(JSON.stringify(updated.body)).not.toContain('whsec_rolled')
+    const [rolled] = await h.running.deps.sql`SELECT encrypted_secret_data FROM connections WHERE id = ${id}`
+    expect(decryptSecrets(h.config, id, rolled.encrypted_secret_data)).toEqual({ secret_key: 'sk_test_other', webhook_secret: 'whsec_rolled', publishable_key: 'pk_test_meterbill' })
+    const ping = stripeEvent('customer.created', { id: 'cus_x', object: 'customer' })
+    expect((await notify(ping, { secret: 'whsec_other', path: updated.body.webhook_url })).status).toBe(401)
+    expect((await notify(ping, { secret: 'whsec_rolled', path: updated.body.webhook_url })).body).toEqual({ received: true, duplicate: false, outcome: 'ignored' })
+
+    const gone = await as('DELETE', `/v1/connections/${id}`)
+    expect([gone.status, gone.body.status]).toEqual([200, 'deleted'])
+    expect((await as('GET', `/v1/connections/${id}`)).status).toBe(404)
+    expect((await notify(stripeEvent('customer.created', {}), { secret: 'whsec_rolled', path: updated.body.webhook_url })).status).toBe(404)
+    expect((await as('POST', '/v1/connections', stripeConnection('http://127.0.0.1:9', { secret_key: 'sk_3', webhook_secret: 'whsec_3' }))).status).toBe(201)
+  })
+})
+
+describe('the encryption key', () => {
+  it('is 64 hex digits when configured; secrets sealed under one key do not open under another or another connection', () => {
+    expect(() => loadConfig({ INTEGRATIONS_ENCRYPTION_KEY: 'abc' })).toThrow(/INTEGRATIONS_ENCRYPTION_KEY must be 64 hex digits/)
+    const one = loadConfig({ INTEGRATIONS_ENCRYPTION_KEY: '11'.repeat(32) })
+    const sealed = encryptSecrets(one, 'conn_a', { secret_key: 'sk_test_x' })
+    expect(sealed).not.toContain('sk_test_x')
+    expect(decryptSecrets(one, 'conn_a', sealed)).toEqual({ secret_key: 'sk_test_x' })
+    expect(() => decryptSecrets(loadConfig({ INTEGRATIONS_ENCRYPTION_KEY: '22'.repeat(32) }), 'conn_a', sealed)).toThrow(/do not decrypt/)
+    expect(() => decryptSecrets(one, 'conn_b', sealed)).toThrow(/do not decrypt/)
+  })
+})
+
+describe('pushing finalized invoices', () => {
+  it('without a saved payment method: pushed by the job, not the finalize; the checkout address lands in the metadata; the callback pays it once', async () => {
+    const cus = await customer(h, { name: 'Acme GmbH', email: 'billing@acme.test' })
+    const before = fake.requests.length
+    const inv = await finalized(cus.id, ['49.00', '98.73'])
+    expect(fake.requests.length).toBe(before) // the finalize request made no provider call
+    expect(await syncOf(inv.id)).toEqual([])
+
+    expect(await runSync()).toEqual({ queued: 1, attempted: 1, synced: 1, retrying: 0, failed: 0, skipped: 0 })
+    const [pushed] = stripeInvoiceOf(inv.id)
+    // 49.00 + 98.73 = 147.73 → 4900 + 9873 = 14773 cents, sent for payment by the customer.
+    expect(pushed).toMatchObject({ collection_method: 'send_invoice', currency: 'usd', status: 'open', amount_due: 14773, metadata: { meterbill_invoice_id: inv.id, meterbill_invoice_number: inv.invoice_number } })
+    expect(pushed.lines.map((l: any) => l.amount)).toEqual([4900, 9873])
+    // The customer was made at Stripe and mapped in its integrations.
+    expect(fake.customers.get(pushed.customer)).toMatchObject({ name: 'Acme GmbH', email: 'billing@acme.test', metadata: { meterbill_customer_id: cus.id } })
+    expect((await call(h, 'GET', `/v1/customers/${cus.id}`)).integrations).toMatchObject([{ provider_type: 'stripe', provider_entity_id: pushed.customer }])
+    const synced = await invoice(inv.id)
+    expect(synced.metadata).toEqual({ payment_provider: 'stripe', payment_provider_invoice_id: pushed.id, checkout_url: `https://invoice.stripe.test/i/${pushed.id}` })
+    expect(synced.payment_status).toBe('PENDING')
+    expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'SYNCED', attempts: 1, provider_invoice_id: pushed.id, collection_method: 'send_invoice', provider_status: 'open', checkout_url: synced.metadata.checkout_url, last_error: null }])
+    expect(await runSync()).toMatchObject({ queued: 0, attempted: 0 }) // never pushed twice
+
+    const paid = invoicePaid({ ...pushed, amount_due: 14773 })
+    clock.advance(5000)
+    const res = await notify(paid)
+    expect([res.status, res.body]).toEqual([200, { received: true, duplicate: false, outcome: 'payment_recorded', invoice_id: inv.id }])
+    const after = await invoice(inv.id)
+    expect([after.payment_status, after.amount_paid, after.amount_remaining, after.paid_at]).toEqual(['SUCCEEDED', '147.73', '0', clock.now().toISOString()])
+
+    // The same notification again (Stripe resends until it sees a 2xx), and the payment intent of the same invoice: one payment.
+    const header = signatureHeader(WEBHOOK_SECRET, now(), JSON.stringify(paid))
+    expect((await notify(paid, { header })).body).toEqual({ received: true, duplicate: true })
+    expect((await notify(paid, { header })).body).toEqual({ received: true, duplicate: true })
+    const intent = stripeEvent('payment_intent.succeeded', { id: 'pi_test_1', object: 'payment_intent', invoice: pushed.id, amount_received: 14773, currency: 'usd', metadata: {} })
+    expect((await notify(intent)).body).toEqual({ received: true, duplicate: false, outcome: 'duplicate_payment', invoice_id: inv.id })
+    expect((await invoice(inv.id)).amount_paid).toBe('147.73')
+    expect((await eventsOf(h, inv.id)).filter((e) => e === 'invoice.update.payment')).toHaveLength(1)
+
+    // Replayed after the 5-minute tolerance: refused, whatever its signature.
+    clock.advance(5 * 60_000 + 1000)
+    const stale = await notify(paid, { header })
+    expect([stale.status, stale.body.code, stale.body.details]).toEqual([401, 'permission_denied', { reason: 'stale' }])
+  })
+
+  it('with a saved payment method: charged automatically; paid in our books when the callback comes', async () => {
+    fake.addCustomer('cus_with_card', { paymentMethod: 'pm_card_visa' })
+    const cus = await customer(h, { name: 'Card Co', integrations: [{ provider_type: 'stripe', provider_entity_id: 'cus_with_card' }] })
+    const inv = await finalized(cus.id, ['60.00'])
+    // 10.00 paid by bank transfer before the push: Stripe charges the 50.00 left.
+    await call(h, 'PUT', `/v1/invoices/${inv.id}/payment`, { payment_status: 'PENDING', amount: '10.00' })
+
+    expect(await runSync()).toMatchObject({ queued: 1, synced: 1 })
+    const [pushed] = stripeInvoiceOf(inv.id)
+    // 6000 for the line, −1000 for what was paid before: 5000 charged.
+    expect(pushed.lines.map((l: any) => [l.description, l.amount])).toEqual([
+      ['Line 1', 6000],
+      ['Prepaid credits, adjustments and payments', -1000],
+    ])
+    expect(pushed).toMatchObject({ customer: 'cus_with_card', collection_method: 'charge_automatically', status: 'paid', amount_paid: 5000 })
+    expect(fake.requests.some((r) => r.path === `/v1/invoices/${pushed.id}/pay`)).toBe(true)
+    const charged = await invoice(inv.id)
+    expect(charged.metadata).toEqual({ payment_provider: 'stripe', payment_provider_invoice_id: pushed.id })
+    expect([charged.payment_status, charged.amount_paid]).toEqual(['PENDING', '10'])
+    expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'SYNCED', collection_method: 'charge_automatically', provider_status: 'paid', checkout_url: null }])
+    expect(fake.customers.size).toBeGreaterThan(0)
+    expect((await call(h, 'GET', `/v1/customers/${cus.id}`)).integrations).toHaveLength(1) // mapped already: no new Stripe customer
+
+    expect((await notify(invoicePaid(pushed))).body.outcome).toBe('payment_recorded')
+    const paid = await invoice(inv.id)
+    // 10.00 + 50.00 = 60.00: paid in full.
+    expect([paid.payment_status, paid.amount_paid, paid.amount_remaining]).toEqual(['SUCCEEDED', '60', '0'])
+  })
+
+  it('a declined card leaves the invoice open at Stripe, with its page as the checkout address', async () => {
+    fake.addCustomer('cus_declines', { paymentMethod: 'pm_card_chargeDeclined', declines: true })
+    const cus = await customer(h, { name: 'Declined Ltd', integrations: [{ provider_type: 'stripe', provider_entity_id: 'cus_declines' }] })
+    const inv = await finalized(cus.id, ['12.50'])
+    await runSync()
+    const [pushed] = stripeInvoiceOf(inv.id)
+    expect(pushed).toMatchObject({ collection_method: 'charge_automatically', status: 'open', amount_due: 1250 })
+    expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'SYNCED', provider_status: 'open', last_error: expect.stringContaining('declined') }])
+    expect((await invoice(inv.id)).metadata.checkout_url).toBe(`https://invoice.stripe.test/i/${pushed.id}`)
+  })
+
+  it('a SKIPPED invoice (zero, nothing to pay) is never pushed', async () => {
+    const cus = await customer(h)
+    const inv = await call(h, 'POST', '/v1/invoices', { customer_id: cus.id, currency: 'USD', subtotal: '0', total: '0', amount_due: '0', line_items: [{ display_name: 'Free', amount: '0', quantity: '1' }] }, 201)
+    await call(h, 'POST', `/v1/invoices/${inv.id}/finalize`)
+    expect((await invoice(inv.id)).invoice_status).toBe('SKIPPED')
+    expect(await runSync()).toMatchObject({ queued: 0 })
+    expect(await syncOf(inv.id)).toEqual([])
+    expect(stripeInvoiceOf(inv.id)).toEqual([])
+  })
+
+  it('a wallet credit purchase paid through Stripe puts its credits in the wallet', async () => {
+    const cus = await customer(h)
+    const wallet = await newWallet(h, cus.id)
+    const { invoice_id } = await topUp(h, wallet.id, { credits_to_add: '40', transaction_reason: 'PURCHASED_CREDIT_INVOICED' })
+    await runSync()
+    const [pushed] = stripeInvoiceOf(invoice_id)
+    expect(pushed.amount_due).toBe(4000)
+    expect((await call(h, 'GET', `/v1/wallets/${wallet.id}`)).credit_balance).toBe('0')
+    expect((await notify(invoicePaid(pushed))).body.outcome).toBe('payment_recorded')
+    expect((await call(h, 'GET', `/v1/wallets/${wallet.id}`)).credit_balance).toBe('40')
+  })
+})
+
+describe('callbacks', () => {
+  it('bad, missing and stale signatures are 401 and change nothing; a wrong address is 404 without saying which part', async () => {
+    const cus = await customer(h)
+    const inv = await finalized(cus.id, ['25.00'])
+    await runSync()
+    const [pushed] = stripeInvoiceOf(inv.id)
+    const paid = invoicePaid(pushed)
+    const version = (await invoice(inv.id)).version
+    const received = async () => (await h.running.deps.sql`SELECT count(*)::int AS n FROM provider_events`)[0].n
+    const events = await received()
+
+    for (const [options, reason] of [
+      [{ secret: 'whsec_wrong' }, 'mismatch'],
+      [{ header: null }, 'missing'],
+      [{ header: 't=123,v1=zz' }, 'malformed'],
+      [{ at: now() - 301 }, 'stale'],
+      [{ at: now() + 301 }, 'stale'],
+    ] as const) {
+      const res = await notify(paid, options)
+      expect([res.status, res.body.code, res.body.http_status_code, res.body.details], reason).toEqual([401, 'permission_denied', 401, { reason }])
+    }
+    // A body changed after signing.
+    const raw = JSON.stringify(paid)
+    const tampered = await h.http('POST', connection.webhook_url, { key: null, raw: raw.replace('2500', '250000'), headers: { 'content-type': 'application/json', 'stripe-signature': signatureHeader(WEBHOOK_SECRET, now(), raw) } })
+    expect(tampered.status).toBe(401)
+
+    const { tenant_id, environment_id } = connection
+    const wrong = [`/v1/webhooks/stripe/tenant_nope/${environment_id}`, `/v1/webhooks/stripe/${tenant_id}/env_nope`, `/v1/webhooks/paypal/${tenant_id}/${environment_id}`]
+    const answers = await Promise.all(wrong.map((path) => notify(paid, { path })))
+    expect(answers.map((a) => [a.status, a.body.message])).toEqual(wrong.map(() => [404, 'no payment provider connection receives notifications at this address']))
+
+    const after = await invoice(inv.id)
+    expect([after.payment_status, after.amount_paid, after.version]).toEqual(['PENDING', '0', version])
+    expect(await received()).toBe(events)
+
+    expect((await notify(paid)).body.outcome).toBe('payment_recorded')
+    expect((await invoice(inv.id)).payment_status).toBe('SUCCEEDED')
+  })
+
+  it('a payment for an invoice it cannot match, or one already voided, is acknowledged and kept with the reason', async () => {
+    const unknown = stripeEvent('invoice.paid', { id: 'in_not_ours', object: 'invoice', currency: 'usd', amount_paid: 100, metadata: {} })
+    expect((await notify(unknown)).body).toEqual({ received: true, duplicate: false, outcome: 'unmatched' })
+    const cus = await customer(h)
+    const inv = await finalized(cus.id, ['5.00'])
+    await call(h, 'POST', `/v1/invoices/${inv.id}/void`)
+    const late = stripeEvent('payment_intent.succeeded', { id: 'pi_late', object: 'payment_intent', amount_received: 500, currency: 'usd', metadata: { meterbill_invoice_id: inv.id } })
+    const res = await notify(late)
+    expect([res.status, res.body.outcome]).toEqual([200, expect.stringMatching(/^not_applied: .*VOIDED/)])
+    expect((await invoice(inv.id)).amount_paid).toBe('0')
+  })
+})
+
+describe('a provider outage', () => {
+  it('is retried with growing waits, the state says so, and a push that failed half-way makes one Stripe invoice', async () => {
+    const cus = await customer(h)
+    fake.down = true
+    const inv = await finalized(cus.id, ['30.00'])
+    expect(await runSync()).toMatchObject({ queued: 1, attempted: 1, retrying: 1 })
+    const first = clock.now().getTime()
+    expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'PENDING', attempts: 1, last_error: expect.stringContaining('503'), next_attempt_at: new Date(first + 60_000).toISOString() }])
+    expect(await runSync()).toMatchObject({ attempted: 0 }) // not due yet
+
+    clock.advance(60_000)
+    expect(await runSync()).toMatchObject({ attempted: 1, retrying: 1 })
+    expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'PENDING', attempts: 2, next_attempt_at: new Date(first + 60_000 + 120_000).toISOString() }])
+
+    // Up again, but failing at the finalize: the Stripe invoice and its item exist.
+    fake.down = false
+    fake.failOn = '/finalize'
+    clock.advance(120_000)
+    expect(await runSync()).toMatchObject({ attempted: 1, retrying: 1 })
+    expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'PENDING', attempts: 3, last_error: expect.stringContaining('500') }])
+    expect(stripeInvoiceOf(inv.id)).toMatchObject([{ status: 'draft', lines: [{ amount: 3000 }] }])
+
+    fake.failOn = undefined
+    clock.advance(240_000)
+    expect(await runSync()).toMatchObject({ attempted: 1, synced: 1 })
+    expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'SYNCED', attempts: 4 }])
+    // The retry found what the failed attempt made (idempotency keys): one invoice, one item.
+    expect(stripeInvoiceOf(inv.id)).toMatchObject([{ status: 'open', amount_due: 3000, lines: [{ amount: 3000 }] }])
+  })
+
+  it('is given up after 10 attempts (FAILED) and tried again on request', async () => {
+    const cus = await customer(h)
+    fake.down = true
+    const inv = await finalized(cus.id, ['7.00'])
+    for (let i = 0; i < 10; i++) {
+      await runSync()
+      clock.advance(60 * 60_000)
+    }
+    expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'FAILED', attempts: 10 }])
+    expect(await runSync()).toMatchObject({ attempted: 0 })
+
+    fake.down = false
+    expect(await call(h, 'POST', `/v1/invoices/${inv.id}/sync`)).toMatchObject({ items: [{ sync_status: 'PENDING', attempts: 0 }] })
+    expect(await runSync()).toMatchObject({ attempted: 1, synced: 1 })
+    expect(stripeInvoiceOf(inv.id)).toHaveLength(1)
+  })
+})

@@ -1,0 +1,79 @@
+// What a payment provider adapter does for us: push a finalized invoice (charge the saved payment
+// method, or hand back a hosted payment address), check its notifications' signatures and read the
+// payments they report. One implementation per provider_type (stripe.ts).
+import type { SignatureCheck } from '../../core/signatures.ts'
+import type { Decimal } from '../../core/money.ts'
+
+export const PROVIDER_TYPES = ['stripe'] as const
+export type ProviderType = (typeof PROVIDER_TYPES)[number]
+
+export interface ProviderSecrets {
+  secret_key: string
+  webhook_secret: string
+  publishable_key?: string
+  account_id?: string
+}
+
+export interface ProviderConnection {
+  id: string
+  provider_type: ProviderType
+  /** The provider's API root; null: its public one. */
+  api_base_url: string | null
+  secrets: ProviderSecrets
+}
+
+export interface InvoicePush {
+  invoice: { id: string; number: string | null; currency: string; due_date: Date | null; description: string | null }
+  /** What the provider invoice lists; they add up to what is still owed. */
+  items: { description: string; amount: Decimal }[]
+  customer: { id: string; name: string; email: string | null; provider_customer_id: string | null }
+  now: Date
+}
+
+export interface PushResult {
+  provider_invoice_id: string
+  provider_customer_id: string
+  collection_method: 'charge_automatically' | 'send_invoice'
+  /** The provider's invoice status after the push, e.g. open or paid. */
+  provider_status: string
+  /** Where the customer pays; null when the saved payment method was charged. */
+  checkout_url: string | null
+  /** Why charging the saved payment method failed (the invoice stays open at the provider). */
+  payment_error: string | null
+}
+
+/** A payment a notification reports, and how to find our invoice. */
+export interface ProviderPayment {
+  invoice_id: string | null
+  provider_invoice_id: string | null
+  /** One per payment at the provider, whichever notification reports it. */
+  reference: string
+  amount: Decimal
+  currency: string
+}
+
+export interface ProviderNotification {
+  id: string
+  type: string
+  payment: ProviderPayment | null
+}
+
+export interface PaymentProvider {
+  push(connection: ProviderConnection, push: InvoicePush): Promise<PushResult>
+  /** Checks a notification's signature against the raw body; `now` in unix seconds. */
+  verify(headers: Record<string, string | string[] | undefined>, rawBody: string, secrets: ProviderSecrets, now: number): SignatureCheck
+  /** Reads a verified notification; undefined when it is not one. */
+  parse(rawBody: string): ProviderNotification | undefined
+}
+
+/** A provider call that failed: unreachable, refused or answered with an error. */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly type?: string,
+  ) {
+    super(message)
+    this.name = 'ProviderError'
+  }
+}

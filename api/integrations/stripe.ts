@@ -1,0 +1,138 @@
+// Stripe as a payment provider, over its REST API (form-encoded, Bearer secret key) at the
+// connection's api_base_url (https://api.stripe.com by default). A push creates a Stripe invoice with
+// one item per line, finalizes it, and pays it with the customer's default payment method when there
+// is one (collection_method charge_automatically); otherwise the invoice is sent (send_invoice) and its
+// hosted_invoice_url is where the customer pays. Every write carries an Idempotency-Key derived from
+// our invoice, so a push retried after a failure half-way finds what the first attempt made.
+import { D, minorUnits, type Decimal } from '../../core/money.ts'
+import { verifySignature } from '../../core/signatures.ts'
+import { ProviderError, type InvoicePush, type PaymentProvider, type ProviderConnection, type ProviderNotification, type PushResult } from './provider.ts'
+
+export const STRIPE_API = 'https://api.stripe.com'
+const TIMEOUT_MS = 15_000
+const DAY_MS = 86_400_000
+
+type Params = Record<string, string | number | boolean | Record<string, string> | undefined>
+type StripeObject = Record<string, any>
+
+/** application/x-www-form-urlencoded with Stripe's nesting: metadata[key]=value. */
+function form(params: Params): string {
+  const out = new URLSearchParams()
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined) continue
+    if (typeof value === 'object') for (const [k, v] of Object.entries(value)) out.append(`${key}[${k}]`, v)
+    else out.append(key, String(value))
+  }
+  return out.toString()
+}
+
+const scale = (currency: string): Decimal => new D(10).pow(minorUnits(currency))
+/** Stripe amounts are integers in the currency's minor unit. */
+export const toMinor = (amount: Decimal, currency: string): string => amount.times(scale(currency)).toFixed(0)
+export const fromMinor = (amount: number | string, currency: string): Decimal => new D(amount).div(scale(currency))
+
+async function call(connection: ProviderConnection, method: 'GET' | 'POST', path: string, params: Params = {}, idempotencyKey?: string): Promise<StripeObject> {
+  const base = (connection.api_base_url ?? STRIPE_API).replace(/\/+$/, '')
+  const headers: Record<string, string> = { authorization: `Bearer ${connection.secrets.secret_key}` }
+  if (method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded'
+  if (idempotencyKey) headers['idempotency-key'] = idempotencyKey
+  let res: Response
+  try {
+    res = await fetch(`${base}${path}`, { method, headers, body: method === 'POST' ? form(params) : undefined, signal: AbortSignal.timeout(TIMEOUT_MS) })
+  } catch (err) {
+    throw new ProviderError(`stripe unreachable at ${base}: ${(err as Error).message}`)
+  }
+  const text = await res.text()
+  let body: StripeObject = {}
+  try {
+    body = text ? (JSON.parse(text) as StripeObject) : {}
+  } catch {
+    // A proxy's HTML error page: the status says enough.
+  }
+  if (!res.ok) throw new ProviderError(`stripe ${method} ${path} answered ${res.status}: ${body.error?.message ?? (text.slice(0, 200) || 'no body')}`, res.status, body.error?.type)
+  return body
+}
+
+async function push(connection: ProviderConnection, { invoice, items, customer, now }: InvoicePush): Promise<PushResult> {
+  const key = (step: string) => `meterbill-${invoice.id}-${step}`
+  const customerId =
+    customer.provider_customer_id ??
+    ((await call(connection, 'POST', '/v1/customers', { name: customer.name, email: customer.email ?? undefined, metadata: { meterbill_customer_id: customer.id } }, `meterbill-${customer.id}-customer`))
+      .id as string)
+  const stripeCustomer = await call(connection, 'GET', `/v1/customers/${encodeURIComponent(customerId)}`)
+  const automatic = Boolean(stripeCustomer.invoice_settings?.default_payment_method ?? stripeCustomer.default_source)
+  const currency = invoice.currency.toLowerCase()
+  const daysUntilDue = invoice.due_date ? Math.max(0, Math.ceil((invoice.due_date.getTime() - now.getTime()) / DAY_MS)) : 30
+  const created = await call(
+    connection,
+    'POST',
+    '/v1/invoices',
+    {
+      customer: customerId,
+      currency,
+      collection_method: automatic ? 'charge_automatically' : 'send_invoice',
+      days_until_due: automatic ? undefined : daysUntilDue,
+      auto_advance: false,
+      pending_invoice_items_behavior: 'exclude',
+      description: invoice.description ?? (invoice.number ? `Invoice ${invoice.number}` : undefined),
+      metadata: { meterbill_invoice_id: invoice.id, ...(invoice.number && { meterbill_invoice_number: invoice.number }) },
+    },
+    key('create'),
+  )
+  const stripeInvoice = encodeURIComponent(created.id as string)
+  for (const [i, item] of items.entries()) {
+    await call(connection, 'POST', '/v1/invoiceitems', { customer: customerId, invoice: created.id, currency, amount: toMinor(item.amount, invoice.currency), description: item.description }, key(`item-${i}`))
+  }
+  let final = await call(connection, 'POST', `/v1/invoices/${stripeInvoice}/finalize`, { auto_advance: false }, key('finalize'))
+  let paymentError: string | null = null
+  if (automatic) {
+    try {
+      final = await call(connection, 'POST', `/v1/invoices/${stripeInvoice}/pay`, {}, key('pay'))
+    } catch (err) {
+      // A declined card is an answer, not an outage: the invoice is at Stripe and its page takes another card.
+      if (!(err instanceof ProviderError) || err.status !== 402) throw err
+      paymentError = err.message
+    }
+  }
+  const paid = final.status === 'paid'
+  return {
+    provider_invoice_id: created.id as string,
+    provider_customer_id: customerId,
+    collection_method: automatic ? 'charge_automatically' : 'send_invoice',
+    provider_status: String(final.status),
+    checkout_url: paid ? null : ((final.hosted_invoice_url as string | undefined) ?? null),
+    payment_error: paymentError,
+  }
+}
+
+/** invoice.paid (the Stripe invoice we pushed, paid in full) and payment_intent.succeeded (an invoice's or a standalone payment). */
+function parse(rawBody: string): ProviderNotification | undefined {
+  let event: StripeObject
+  try {
+    event = JSON.parse(rawBody) as StripeObject
+  } catch {
+    return undefined
+  }
+  const object = event?.data?.object as StripeObject | undefined
+  if (typeof event?.id !== 'string' || typeof event.type !== 'string' || !object || typeof object !== 'object') return undefined
+  const ours = typeof object.metadata?.meterbill_invoice_id === 'string' ? (object.metadata.meterbill_invoice_id as string) : null
+  const currency = typeof object.currency === 'string' ? object.currency.toUpperCase() : undefined
+  if (event.type === 'invoice.paid' && typeof object.id === 'string' && currency && Number.isInteger(object.amount_paid)) {
+    return { id: event.id, type: event.type, payment: { invoice_id: ours, provider_invoice_id: object.id, reference: object.id, amount: fromMinor(object.amount_paid, currency), currency } }
+  }
+  if (event.type === 'payment_intent.succeeded' && typeof object.id === 'string' && currency && Number.isInteger(object.amount_received)) {
+    // A payment intent of a Stripe invoice names it: its payment is the invoice's, told twice.
+    const stripeInvoice = typeof object.invoice === 'string' ? object.invoice : null
+    return { id: event.id, type: event.type, payment: { invoice_id: ours, provider_invoice_id: stripeInvoice, reference: stripeInvoice ?? object.id, amount: fromMinor(object.amount_received, currency), currency } }
+  }
+  return { id: event.id, type: event.type, payment: null }
+}
+
+export const stripe: PaymentProvider = {
+  push,
+  verify: (headers, rawBody, secrets, now) => {
+    const header = headers['stripe-signature']
+    return verifySignature(Array.isArray(header) ? header[0] : header, rawBody, secrets.webhook_secret, now)
+  },
+  parse,
+}

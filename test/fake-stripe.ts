@@ -1,0 +1,115 @@
+// A stand-in for the few Stripe endpoints the Stripe adapter calls (customers, invoices, invoice items,
+// finalize, pay), on a local port: there is no outside network here. It keeps what it was sent, honours
+// Idempotency-Key like Stripe (a repeated key answers the first response), checks the secret key, and
+// can be taken down or made to fail one path, as an outage would.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+export interface FakeStripe {
+  url: string
+  customers: Map<string, any>
+  invoices: Map<string, any>
+  /** Every request: method, path and form fields. */
+  requests: { method: string; path: string; form: Record<string, any> }[]
+  /** While set, every request answers 503. */
+  down: boolean
+  /** Requests whose path ends with this answer 500 (e.g. '/finalize'). */
+  failOn?: string
+  addCustomer(id: string, options?: { paymentMethod?: string; declines?: boolean }): void
+  stop(): Promise<void>
+}
+
+/** Stripe's form fields with metadata[k]=v nested. */
+function parseForm(text: string): Record<string, any> {
+  const out: Record<string, any> = {}
+  for (const [k, v] of new URLSearchParams(text)) {
+    const nested = /^(\w+)\[(\w+)\]$/.exec(k)
+    if (nested) (out[nested[1]] ??= {})[nested[2]] = v
+    else out[k] = v
+  }
+  return out
+}
+
+export async function startFakeStripe(secretKey: string): Promise<FakeStripe> {
+  let seq = 0
+  const cache = new Map<string, { status: number; body: unknown }>()
+  const fake = {
+    customers: new Map<string, any>(),
+    invoices: new Map<string, any>(),
+    requests: [],
+    down: false,
+    failOn: undefined,
+    addCustomer: (id: string, options: { paymentMethod?: string; declines?: boolean } = {}) => {
+      fake.customers.set(id, { id, object: 'customer', invoice_settings: { default_payment_method: options.paymentMethod ?? null }, declines: options.declines ?? false })
+    },
+  } as unknown as FakeStripe
+
+  const error = (status: number, message: string, type = 'invalid_request_error') => ({ status, body: { error: { message, type } } })
+
+  function handle(method: string, path: string, form: Record<string, any>): { status: number; body: unknown } {
+    let m: RegExpExecArray | null
+    if (method === 'POST' && path === '/v1/customers') {
+      const id = `cus_fake${++seq}`
+      fake.customers.set(id, { id, object: 'customer', name: form.name, email: form.email, metadata: form.metadata ?? {}, invoice_settings: { default_payment_method: null } })
+      return { status: 200, body: fake.customers.get(id) }
+    }
+    if (method === 'GET' && (m = /^\/v1\/customers\/([\w-]+)$/.exec(path))) {
+      const c = fake.customers.get(m[1])
+      return c ? { status: 200, body: c } : error(404, `No such customer: '${m[1]}'`)
+    }
+    if (method === 'POST' && path === '/v1/invoices') {
+      if (!fake.customers.has(form.customer)) return error(400, `No such customer: '${form.customer}'`)
+      const id = `in_fake${++seq}`
+      fake.invoices.set(id, { id, object: 'invoice', customer: form.customer, currency: form.currency, collection_method: form.collection_method, days_until_due: form.days_until_due, metadata: form.metadata ?? {}, status: 'draft', amount_due: 0, amount_paid: 0, lines: [] })
+      return { status: 200, body: fake.invoices.get(id) }
+    }
+    if (method === 'POST' && path === '/v1/invoiceitems') {
+      const inv = fake.invoices.get(form.invoice)
+      if (!inv || inv.status !== 'draft') return error(400, 'the invoice takes no items')
+      inv.lines.push({ amount: Number(form.amount), description: form.description, currency: form.currency })
+      inv.amount_due += Number(form.amount)
+      return { status: 200, body: { id: `ii_fake${++seq}`, object: 'invoiceitem', invoice: inv.id, amount: Number(form.amount) } }
+    }
+    if (method === 'POST' && (m = /^\/v1\/invoices\/(\w+)\/(finalize|pay)$/.exec(path))) {
+      const inv = fake.invoices.get(m[1])
+      if (!inv) return error(404, `No such invoice: '${m[1]}'`)
+      if (m[2] === 'finalize') {
+        if (inv.status !== 'draft') return error(400, 'Invoice is already finalized')
+        Object.assign(inv, { status: 'open', hosted_invoice_url: `https://invoice.stripe.test/i/${inv.id}` })
+        return { status: 200, body: inv }
+      }
+      const customer = fake.customers.get(inv.customer)
+      if (!customer.invoice_settings.default_payment_method) return error(400, 'The customer has no payment method')
+      if (customer.declines) return error(402, 'Your card was declined.', 'card_error')
+      Object.assign(inv, { status: 'paid', amount_paid: inv.amount_due })
+      return { status: 200, body: inv }
+    }
+    return error(404, `Unrecognized request URL (${method}: ${path})`)
+  }
+
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let text = ''
+    req.on('data', (chunk) => (text += chunk))
+    req.on('end', () => {
+      const path = new URL(req.url ?? '/', 'http://x').pathname
+      const form = parseForm(text)
+      fake.requests.push({ method: req.method ?? '', path, form })
+      const key = req.headers['idempotency-key'] as string | undefined
+      const answer = fake.down
+        ? { status: 503, body: { error: { message: 'Service unavailable', type: 'api_error' } } }
+        : fake.failOn && path.endsWith(fake.failOn)
+          ? { status: 500, body: { error: { message: 'An unknown error occurred', type: 'api_error' } } }
+          : req.headers.authorization !== `Bearer ${secretKey}`
+            ? error(401, 'Invalid API Key provided')
+            : ((key ? cache.get(key) : undefined) ?? handle(req.method ?? '', path, form))
+      // Stripe keeps the first answer of a key unless it was a server error.
+      if (key && answer.status < 500 && !cache.has(key)) cache.set(key, answer)
+      res.writeHead(answer.status, { 'content-type': 'application/json' })
+      res.end(JSON.stringify(answer.body))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  fake.stop = () => new Promise<void>((resolve) => server.close(() => resolve()))
+  return fake
+}
