@@ -22,12 +22,13 @@ async function acquire(deps: Deps, job: Job): Promise<string | undefined> {
   const until = new Date(Date.now() + job.leaseMs)
   const rows = await deps.sql`INSERT INTO job_leases (name, holder, expires_at) VALUES (${job.name}, ${holder}, ${until})
     ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-    WHERE job_leases.expires_at < now()
+    WHERE job_leases.expires_at <= now()
     RETURNING name`
   return rows.length === 1 ? holder : undefined
 }
 
 async function release(deps: Deps, job: Job, holder: string, summary: Record<string, unknown>): Promise<void> {
+  // Free from now: acquire takes a lease whose expiry is not after now() (a release and the next run can share a clock tick).
   await deps.sql`UPDATE job_leases SET expires_at = now(), last_run_at = now(), last_summary = ${deps.sql.json(summary as never)}
     WHERE name = ${job.name} AND holder = ${holder}`
 }
