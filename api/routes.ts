@@ -19,5 +19,7 @@ import { creditNoteRoutes } from './creditnotes/routes.ts'
 import { invoiceRoutes } from './invoices/routes.ts'
 import { jobRoutes } from './jobs/routes.ts'
 import { taxRoutes } from './taxes/routes.ts'
+import { webhookRoutes } from './webhooks/routes.ts'
+import { integrationRoutes } from './integrations/routes.ts'
 
-export const apiRoutes: Route[] = [...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...jobRoutes]
+export const apiRoutes: Route[] = [...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes]

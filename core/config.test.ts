@@ -20,6 +20,16 @@ describe('configuration', () => {
     expect(c.kafkaBrokers).toEqual(['k1:9092', 'k2:9092'])
   })
 
+  it('has the webhook retry job of the Limits table: on, 5 per second, 5 attempts, no exclusions, all types', () => {
+    expect(loadConfig({}).webhooks).toEqual({
+      timeoutMs: 10_000,
+      backoffMs: 300_000,
+      retry: { enabled: true, ratePerSecond: 5, maxAttempts: 5, excludedTenants: [], allowedEventTypes: [] },
+    })
+    const c = loadConfig({ WEBHOOK_RETRY_ENABLED: 'false', WEBHOOK_EXCLUDED_TENANTS: 'tenant_a, tenant_b', WEBHOOK_ALLOWED_EVENT_TYPES: 'invoice.update.finalized' })
+    expect(c.webhooks.retry).toMatchObject({ enabled: false, excludedTenants: ['tenant_a', 'tenant_b'], allowedEventTypes: ['invoice.update.finalized'] })
+  })
+
   it.each([
     [{ PORT: 'abc' }, 'PORT must be a whole number'],
     [{ PORT: '70000' }, 'PORT must be between 0 and 65535'],
@@ -31,6 +41,11 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
     [{ BOOTSTRAP_API_KEY: 'short' }, 'BOOTSTRAP_API_KEY must be at least 32 characters'],
     [{ DEDUP_WINDOW_DAYS: '7' }, 'DEDUP_WINDOW_DAYS must be between 35'],
+    [{ WEBHOOK_RETRY_ENABLED: 'maybe' }, 'WEBHOOK_RETRY_ENABLED must be true or false'],
+    [{ WEBHOOK_RATE_LIMIT: '0' }, 'WEBHOOK_RATE_LIMIT must be between 1 and 10000'],
+    [{ WEBHOOK_MAX_ATTEMPTS: 'five' }, 'WEBHOOK_MAX_ATTEMPTS must be a whole number'],
+    [{ WEBHOOK_EXCLUDED_TENANTS: 'tenant_a, tenant b' }, 'WEBHOOK_EXCLUDED_TENANTS entry "tenant b" is not a tenant id'],
+    [{ WEBHOOK_ALLOWED_EVENT_TYPES: 'invoice.finalized' }, 'WEBHOOK_ALLOWED_EVENT_TYPES entry "invoice.finalized" is not an event type'],
   ])('stops on %o naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message)
   })

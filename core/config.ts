@@ -1,6 +1,7 @@
 // Configuration comes from the environment, validated once at start. A bad value stops
 // start-up with a message that names the variable.
 import { CREDIT_NOTE_NUMBER_TEMPLATE, formatNumber, INVOICE_NUMBER_TEMPLATE } from './billing/numbering.ts'
+import { EVENT_TYPES } from './webhook-signing.ts'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
@@ -24,14 +25,34 @@ export interface Config {
   maxEventFutureMs: number
   /** How long an event id is remembered for deduplication, in days. */
   dedupWindowDays: number
-  /** Usage batches (direct mode and the Kafka consumer): at most this many events, bytes, or this long a wait. */
-  batch: { maxRows: number; maxBytes: number; lingerMs: number }
+  /**
+   * Usage batches (direct mode and the Kafka consumer): at most this many events, bytes, or this long a wait.
+   * `aggregatorMaxRows`: events per insert of the Kafka consumer, which reads far more per fetch than a
+   * direct-mode batch gathers; larger inserts cost ClickHouse less per event.
+   */
+  batch: { maxRows: number; maxBytes: number; lingerMs: number; aggregatorMaxRows: number }
   /** Direct mode: events waiting for a write beyond this are refused with 503 instead of queued. */
   maxPendingEvents: number
   /** How long after a meter's change its backfill starts: batches resolved before the change settle first. */
   backfillSettleMs: number
   /** Invoicing: drafts wait this long for late events before the billing run finalizes them; number templates. */
   invoicing: { graceMs: number; invoiceNumberTemplate: string; creditNoteNumberTemplate: string }
+  /** Outbound webhooks: one request's time limit, the first retry's delay (doubling after), and the retry job's settings. */
+  webhooks: { timeoutMs: number; backoffMs: number; retry: WebhookRetry }
+  /** 32-byte key (hex) that encrypts payment provider secrets; absent: one generated into DATA_DIR. */
+  integrationsKey?: string
+}
+
+/** The stale-webhook retry job of the specification's Limits table. */
+export interface WebhookRetry {
+  enabled: boolean
+  /** Deliveries per second within each run (token bucket). */
+  ratePerSecond: number
+  /** Failures after which a delivery is no longer retried. */
+  maxAttempts: number
+  excludedTenants: string[]
+  /** Event types eligible for retry; empty allows all. */
+  allowedEventTypes: string[]
 }
 
 export class ConfigError extends Error {
@@ -84,6 +105,24 @@ function topic(env: Env, name: string, fallback: string): string {
   return raw
 }
 
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase()
+  if (!raw) return fallback
+  if (['true', '1', 'yes', 'on'].includes(raw)) return true
+  if (['false', '0', 'no', 'off'].includes(raw)) return false
+  throw new ConfigError(name, `must be true or false, got "${env[name]}"`)
+}
+
+/** A comma-separated list; every entry must pass `check`, which answers why not. */
+function list(env: Env, name: string, check: (entry: string) => string | undefined): string[] {
+  const entries = (env[name] ?? '').split(',').map((e) => e.trim()).filter(Boolean)
+  for (const entry of entries) {
+    const reason = check(entry)
+    if (reason) throw new ConfigError(name, `entry "${entry}" ${reason}`)
+  }
+  return entries
+}
+
 function numberTemplate(env: Env, name: string, fallback: string): string {
   const raw = env[name]?.trim() || fallback
   try {
@@ -92,6 +131,13 @@ function numberTemplate(env: Env, name: string, fallback: string): string {
     throw new ConfigError(name, `is not a number template: ${(err as Error).message}`)
   }
   return raw
+}
+
+function hexKey(env: Env, name: string): string | undefined {
+  const raw = env[name]?.trim()
+  if (!raw) return undefined
+  if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError(name, 'must be 64 hex digits (32 bytes), e.g. from `openssl rand -hex 32`')
+  return raw.toLowerCase()
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -144,6 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxRows: int(env, 'BATCH_MAX_ROWS', 10_000, 1, 1_000_000),
       maxBytes: int(env, 'BATCH_MAX_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       lingerMs: int(env, 'BATCH_LINGER_MS', 20, 0, 60_000),
+      aggregatorMaxRows: int(env, 'AGGREGATOR_MAX_ROWS', 50_000, 1, 1_000_000),
     },
     maxPendingEvents: int(env, 'INGEST_MAX_PENDING_EVENTS', 200_000, 1000, 100_000_000),
     backfillSettleMs: int(env, 'METER_BACKFILL_SETTLE_SECONDS', 10, 0, 3600) * 1000,
@@ -151,6 +198,18 @@ export function loadConfig(env: Env = process.env): Config {
       graceMs: int(env, 'INVOICE_GRACE_PERIOD_MINUTES', 60, 0, 30 * 1440) * 60_000,
       invoiceNumberTemplate: numberTemplate(env, 'INVOICE_NUMBER_TEMPLATE', INVOICE_NUMBER_TEMPLATE),
       creditNoteNumberTemplate: numberTemplate(env, 'CREDIT_NOTE_NUMBER_TEMPLATE', CREDIT_NOTE_NUMBER_TEMPLATE),
+    },
+    integrationsKey: hexKey(env, 'INTEGRATIONS_ENCRYPTION_KEY'),
+    webhooks: {
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
+      backoffMs: int(env, 'WEBHOOK_RETRY_BACKOFF_SECONDS', 300, 1, 86400) * 1000,
+      retry: {
+        enabled: bool(env, 'WEBHOOK_RETRY_ENABLED', true),
+        ratePerSecond: int(env, 'WEBHOOK_RATE_LIMIT', 5, 1, 10_000),
+        maxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 5, 1, 100),
+        excludedTenants: list(env, 'WEBHOOK_EXCLUDED_TENANTS', (e) => (/^[A-Za-z0-9_-]+$/.test(e) ? undefined : 'is not a tenant id')),
+        allowedEventTypes: list(env, 'WEBHOOK_ALLOWED_EVENT_TYPES', (e) => (EVENT_TYPES.includes(e) ? undefined : 'is not an event type')),
+      },
     },
   }
 }

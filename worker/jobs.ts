@@ -3,9 +3,13 @@ import { advanceSubscriptions } from '../api/subscriptions/lifecycle.ts'
 import { processCreditGrants } from '../api/credits/service.ts'
 import { checkBalanceAlerts, expireWalletCredits } from '../api/wallets/service.ts'
 import { markOverdue, runBilling } from '../api/invoices/run.ts'
+import { deliverNew, retryDue, RUN_BUDGET_MS } from '../api/webhooks/delivery.ts'
+import { syncInvoices } from '../api/integrations/service.ts'
 import type { Job } from './scheduler.ts'
 
 export const jobs: Job[] = [
+  // Finalized invoices pushed to the connected payment provider; failed pushes retried with backoff (rule 16).
+  { name: 'invoice-sync', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps, progress) => ({ ...(await syncInvoices(deps, progress)) }) },
   // Starts, trial ends, scheduled cancellations and period ends, every minute.
   { name: 'subscription-lifecycle', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await advanceSubscriptions(deps)) }) },
   // Credits past their expiry_date leave their wallets (balances already leave them out by date).
@@ -18,4 +22,9 @@ export const jobs: Job[] = [
   { name: 'invoice-overdue', schedule: '0 2 * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await markOverdue(deps)) }) },
   // Ongoing-balance and feature wallet-balance alerts: usage moves them without a ledger change.
   { name: 'wallet-balance-alerts', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await checkBalanceAlerts(deps)) }) },
+  // Outbox → webhook endpoints: new events' first attempts every 5 seconds; a run stops taking work after
+  // RUN_BUDGET_MS, so the lease (twice that and the last request's timeout) outlives it.
+  { name: 'webhook-delivery', schedule: '*/5 * * * * *', leaseMs: 2 * RUN_BUDGET_MS + 60_000, run: async (deps, progress) => ({ ...(await deliverNew(deps, progress)) }) },
+  // The stale-webhook retry job (WEBHOOK_RETRY_* settings): due retries with exponential backoff.
+  { name: 'webhook-retry', schedule: '* * * * *', leaseMs: 2 * RUN_BUDGET_MS + 60_000, run: async (deps, progress) => ({ ...(await retryDue(deps, progress)) }) },
 ]
