@@ -167,8 +167,8 @@ status() {
   fi
 }
 
-# Serialize start/stop, so two concurrent callers cannot launch two brokers.
-if [[ ${1:-start} =~ ^(start|stop)$ ]] && command -v flock >/dev/null; then
+# Serialize start/stop/jars, so two concurrent callers cannot launch two brokers or fetch into one directory.
+if [[ ${1:-start} =~ ^(start|stop|jars)$ ]] && command -v flock >/dev/null; then
   mkdir -p "$KDIR"
   exec 9>"$KDIR/lock"
   flock -w 180 9 || die "timed out waiting for another services.sh holding $KDIR/lock"
@@ -179,6 +179,9 @@ case "${1:-start}" in
   stop) stop ;;
   status) status ;;
   env) print_env ;;
-  jars) [[ -f $LIBS/.complete ]] ;; # exit status only: are the jars fetched (tests that start brokers of their own)
+  # The jars alone, fetched if missing, for tests that start brokers of their own (a reused broker fetches none).
+  jars)
+    for tool in java mvn; do command -v "$tool" >/dev/null || die "$tool not found (needs Java 17+, Maven 3)"; done
+    fetch_jars ;;
   *) die "usage: $0 [start|stop|status|env|jars]" ;;
 esac

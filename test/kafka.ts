@@ -83,10 +83,15 @@ export interface OwnBroker {
  */
 export async function ownBroker(): Promise<OwnBroker | undefined> {
   const script = join(ROOT, 'scripts/services.sh')
+  // Without Kafka configured (a newcomer's `npm test`) nothing is fetched; in CI or beside a broker the jars are.
+  if (!process.env.CI && !process.env.KAFKA_BROKERS) {
+    console.warn('skipped: no Kafka')
+    return undefined
+  }
   try {
     await run('bash', [script, 'jars'])
-  } catch {
-    if (process.env.CI) throw new Error('the broker fault test needs the Kafka jars in .services/; run scripts/services.sh first')
+  } catch (err) {
+    if (process.env.CI) throw new Error(`the broker fault test needs the Kafka jars (scripts/services.sh jars failed: ${(err as Error).message})`)
     console.warn('skipped: no Kafka')
     return undefined
   }
