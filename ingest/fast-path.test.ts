@@ -1,5 +1,8 @@
 // The shortcuts of intake's hot path against what they stand in for: the fast event check never accepts what ajv
-// refuses, and the hand-written partitioner puts every key where kafkajs' default partitioner does.
+// refuses, the hand-written partitioner puts every key where kafkajs' default partitioner does, and the patched
+// kafkajs CRC-32C (patches/) gives the checksums of the plain one.
+import { createRequire } from 'node:module'
+import { randomBytes } from 'node:crypto'
 import { Partitioners, type PartitionerArgs } from 'kafkajs'
 import { describe, expect, it } from 'vitest'
 import { validateBody } from '../api/http/validate.ts'
@@ -93,5 +96,30 @@ describe('keyPartition', () => {
         expect(keyPartition(key, partitions), key).toBe(kafkajs(args))
       }
     }
+  })
+})
+
+describe('kafkajs CRC-32C (patched to slicing-by-8)', () => {
+  const crc32C = createRequire(import.meta.url)('kafkajs/src/protocol/recordBatch/crc32C/crc32C.js') as (b: Buffer) => number
+  // CRC-32C one bit at a time, straight from its definition (reflected polynomial 0x82f63b78).
+  const bitwise = (b: Buffer): number => {
+    let crc = ~0
+    for (const byte of b) {
+      crc ^= byte
+      for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0x82f63b78 : crc >>> 1
+    }
+    return ~crc >>> 0
+  }
+
+  it('gives the standard check value and the bitwise checksum at every length and alignment', () => {
+    expect(crc32C(Buffer.from('123456789'))).toBe(0xe3069283)
+    const bytes = randomBytes(4096)
+    for (let length = 0; length <= 100; length++) {
+      for (const start of [0, 1, 3, 7]) {
+        const b = bytes.subarray(start, start + length)
+        expect(crc32C(b), `${start}+${length}`).toBe(bitwise(b))
+      }
+    }
+    expect(crc32C(bytes)).toBe(bitwise(bytes))
   })
 })

@@ -21,33 +21,29 @@ const MAX_PRODUCE_BYTES = 2 * 1024 * 1024
 /** A record holds at most this much: large enough to amortise the per-record cost, small for the consumer. */
 const MAX_RECORD_BYTES = 256 * 1024
 
-/** Events as the topic carries them: each one's key and wire text (encodeEvent), in order. */
-export interface Encoded {
+/** Records as the topic carries them, in order: each one's key and value (a JSON array of encodeEvent texts). */
+export interface Records {
   keys: string[]
   values: string[]
-}
-
-function encoded(events: UsageEvent[]): Encoded {
-  const keys = new Array<string>(events.length)
-  const values = new Array<string>(events.length)
-  for (let i = 0; i < events.length; i++) {
-    keys[i] = eventKey(events[i])
-    values[i] = encodeEvent(events[i])
-  }
-  return { keys, values }
 }
 
 /**
  * Records of one key each, holding that key's events in order: fewer, larger records cost the producer
  * and the broker far less than one per event. A key with many events is split over several records.
+ * Built on the request thread, so that a batch crosses to the producer thread as one string per record
+ * rather than two per event (copying and collecting those cost the producer thread more than grouping).
  */
-function records({ keys, values }: Encoded): { key: string; value: string }[] {
+function records(events: UsageEvent[]): Records {
   const open = new Map<string, { parts: string[]; bytes: number }>()
-  const out: { key: string; value: string }[] = []
-  const flush = (key: string, r: { parts: string[] }) => out.push({ key, value: `[${r.parts.join(',')}]` })
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]
-    const text = values[i]
+  const keys: string[] = []
+  const values: string[] = []
+  const flush = (key: string, r: { parts: string[] }) => {
+    keys.push(key)
+    values.push(`[${r.parts.join(',')}]`)
+  }
+  for (const e of events) {
+    const key = eventKey(e)
+    const text = encodeEvent(e)
     let r = open.get(key)
     if (r && r.bytes + text.length > MAX_RECORD_BYTES) {
       flush(key, r)
@@ -58,7 +54,7 @@ function records({ keys, values }: Encoded): { key: string; value: string }[] {
     r.bytes += text.length + 1
   }
   for (const [key, r] of open) flush(key, r)
-  return out
+  return { keys, values }
 }
 
 // Room for the bytes of any key intake produces (three ids of at most 255 characters each, in UTF-8).
@@ -118,13 +114,13 @@ export async function openProducer(kafka: KafkaHandle): Promise<Producer> {
   return producer
 }
 
-/** Sends events as records and resolves on the broker's ack (acks=all); rejects when there is none. */
-export type Produce = (batch: Encoded) => Promise<void>
+/** Sends records and resolves on the broker's ack (acks=all); rejects when there is none. */
+export type Produce = (batch: Records) => Promise<void>
 
 export const sendWith =
   (producer: Producer, topic: string): Produce =>
-  async (batch) =>
-    void (await producer.send({ topic, acks: -1, messages: records(batch) }))
+  async ({ keys, values }) =>
+    void (await producer.send({ topic, acks: -1, messages: keys.map((key, i) => ({ key, value: values[i] })) }))
 
 // Concurrent requests share one produce request (the producer sends one at a time): each waits for its ack.
 function sinkOver(deps: Deps, produce: Produce, close: () => Promise<void>): Sink {
@@ -132,7 +128,7 @@ function sinkOver(deps: Deps, produce: Produce, close: () => Promise<void>): Sin
     deps,
     'kafka',
     { maxRows: deps.config.batch.maxRows, maxBytes: MAX_PRODUCE_BYTES, lingerMs: Math.min(deps.config.batch.lingerMs, 5) },
-    (events) => withinAckTimeout(produce(encoded(events))),
+    (events) => withinAckTimeout(produce(records(events))),
     'the event broker is unavailable',
     close,
   )
@@ -195,8 +191,9 @@ export async function producerThread(deps: Deps): Promise<ProducerThread> {
 
 /**
  * Kafka mode with the producer on a worker thread (producer-thread.ts): kafkajs' record encoding and CRC take
- * about 40% of intake's time on the request thread, and there they run beside request handling instead, with
- * the grouping into records. Events cross as two arrays of strings (keys and wire texts). A thread that dies fails the batch it holds (503); the next batch starts a new one.
+ * about 40% of intake's time on the request thread, and there they run beside request handling instead. A
+ * batch crosses as two arrays of strings (its records' keys and values). A thread that dies fails the batch it
+ * holds (503); the next batch starts a new one.
  */
 export async function threadedKafkaSink(deps: Deps, start = producerThread): Promise<Sink> {
   let thread: Promise<ProducerThread> | undefined

@@ -1,5 +1,5 @@
 // The Kafka producer's thread (see threadedKafkaSink): connects with the process's config, then sends each batch
-// of events it is given (keys and wire texts) and answers {id} on the broker's ack or {id, error}. {close}
+// of records it is given (keys and values) and answers {id} on the broker's ack or {id, error}. {close}
 // disconnects and ends the thread.
 import { parentPort, workerData } from 'node:worker_threads'
 import type { Config } from '../core/config.ts'
