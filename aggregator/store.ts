@@ -20,12 +20,18 @@ export const keyOf = (k: EventKey): string => `${k.tenantId}\u0000${k.environmen
  */
 export async function storedKeys(ch: ClickHouse, keys: EventKey[]): Promise<Set<string>> {
   if (keys.length === 0) return new Set()
-  const ids = [...new Set(keys.map((k) => k.id))]
+  const [idSet, tenants, envs] = [new Set<string>(), new Set<string>(), new Set<string>()]
+  for (const k of keys) {
+    idSet.add(k.id)
+    tenants.add(k.tenantId)
+    envs.add(k.environmentId)
+  }
+  const ids = [...idSet]
   const rs = await ch.reader.query({
     query: `SELECT tenant_id, environment_id, event_id FROM event_ids
       WHERE tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}
         AND event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)}`,
-    query_params: { tenants: [...new Set(keys.map((k) => k.tenantId))], envs: [...new Set(keys.map((k) => k.environmentId))], ...(ch.kind === 'chdb' ? { ids } : {}) },
+    query_params: { tenants: [...tenants], envs: [...envs], ...(ch.kind === 'chdb' ? { ids } : {}) },
     format: 'JSONCompactEachRow',
     clickhouse_settings: LONG_QUERY,
   })
@@ -43,19 +49,29 @@ const BATCH_COLUMNS = [
 ] as const
 
 const text = JSON.stringify
-const textArray = (values: string[]): string => `[${values.map((v) => text(v)).join(',')}]`
+
+/** The meter columns of a stored event's line (arrays of one element, the common case, without a map each). */
+function meterColumns(rows: UsageRow[]): string {
+  if (rows.length === 0) return '[],[],[],[],[]'
+  if (rows.length === 1) {
+    const [r] = rows
+    return `[${text(r.meterId)}],[${r.revision}],[${text(r.value)}],[${text(r.groupValue)}],[${text(r.uniqueValue)}]`
+  }
+  const column = (f: (r: UsageRow) => string) => `[${rows.map((r) => text(f(r))).join(',')}]`
+  return `${column((r) => r.meterId)},[${rows.map((r) => r.revision).join(',')}],${column((r) => r.value)},${column((r) => r.groupValue)},${column((r) => r.uniqueValue)}`
+}
 
 /**
  * One JSONCompactEachRow line of event_batches, written straight from the outcome: no row object, instants
- * as epoch milliseconds (DateTime64(3) reads an integer as milliseconds) rather than formatted dates.
+ * as epoch milliseconds (DateTime64(3) reads an integer as milliseconds) rather than formatted dates, and
+ * the properties as their JSON object, which ClickHouse stores as its text (input_format_json_read_objects_as_strings):
+ * one stringify, not a second one quoting the first.
  */
 function batchLine(o: Outcome, expiresAt: string): string {
   const e = o.event
-  const head = `[${text(o.kind)},${text(e.tenantId)},${text(e.environmentId)},${text(e.id)},${text(e.externalCustomerId ?? '')},${text(e.customerId ?? '')},${text(e.eventName ?? '')},${text(e.source ?? '')},${e.timestamp?.getTime() ?? 0},${e.receivedAt?.getTime() ?? 0}`
-  if (o.kind !== 'stored') return `${head},"",${text(o.reason)},${expiresAt},[],[],[],[],[]]`
-  const r = o.rows
-  const meters = r.length === 0 ? '[],[],[],[],[]' : `${textArray(r.map((x) => x.meterId))},[${r.map((x) => x.revision).join(',')}],${textArray(r.map((x) => x.value))},${textArray(r.map((x) => x.groupValue))},${textArray(r.map((x) => x.uniqueValue))}`
-  return `${head},${text(text(e.properties))},"",${expiresAt},${meters}]`
+  const head = `${text(e.tenantId)},${text(e.environmentId)},${text(e.id)},${text(e.externalCustomerId ?? '')},${text(e.customerId ?? '')},${text(e.eventName ?? '')},${text(e.source ?? '')},${e.timestamp?.getTime() ?? 0},${e.receivedAt?.getTime() ?? 0}`
+  if (o.kind !== 'stored') return `[${text(o.kind)},${head},"",${text(o.reason)},${expiresAt},[],[],[],[],[]]`
+  return `["stored",${head},${text(e.properties)},"",${expiresAt},${meterColumns(o.rows)}]`
 }
 
 /**
@@ -79,6 +95,7 @@ export async function insertBatch(ch: ClickHouse, outcomes: Outcome[], token: st
       min_insert_block_size_bytes: '0',
       // The views fill their tables side by side rather than one after the other.
       parallel_view_processing: 1,
+      input_format_json_read_objects_as_strings: 1,
     },
   })
 }

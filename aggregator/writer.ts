@@ -46,9 +46,17 @@ export interface PreparedBatch {
   result: Omit<BatchResult, 'refused'>
 }
 
+// A chunk's events mostly share their scope: its key is built when the scope changes, not for each event.
+const sameScope = (a: UsageEvent | undefined, b: UsageEvent): boolean => a?.tenantId === b.tenantId && a.environmentId === b.environmentId
+
 async function rulesFor(deps: Deps, events: UsageEvent[]): Promise<Map<string, MeterRules[]>> {
   const scopes = new Map<string, { tenantId: string; environmentId: string }>()
-  for (const e of events) scopes.set(scopeKey(e.tenantId, e.environmentId), { tenantId: e.tenantId, environmentId: e.environmentId })
+  let last: UsageEvent | undefined
+  for (const e of events) {
+    if (sameScope(last, e)) continue
+    last = e
+    scopes.set(scopeKey(e.tenantId, e.environmentId), { tenantId: e.tenantId, environmentId: e.environmentId })
+  }
   return resolutionRules(deps, [...scopes.values()])
 }
 
@@ -80,8 +88,14 @@ export async function prepareBatch(deps: Deps, events: UsageEvent[], rejected: R
   const { fresh, keys, duplicates } = await retry(() => classify(deps, events, pending), policy)
   const rules = await retry(() => rulesFor(deps, fresh), policy)
   let skippedValues = 0
+  let scope: UsageEvent | undefined
+  let meters: MeterRules[] = []
   const outcomes: Outcome[] = fresh.map((event) => {
-    const { rows, skipped } = resolveEvent(rules.get(scopeKey(event.tenantId, event.environmentId)) ?? [], event)
+    if (!sameScope(scope, event)) {
+      scope = event
+      meters = rules.get(scopeKey(event.tenantId, event.environmentId)) ?? []
+    }
+    const { rows, skipped } = resolveEvent(meters, event)
     skippedValues += skipped.length
     return { kind: 'stored', event, rows }
   })

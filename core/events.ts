@@ -199,10 +199,10 @@ export function encodeEvent(e: UsageEvent): string {
 const isText = (v: unknown): v is string => typeof v === 'string'
 // DateTime64(3) ends in 2299: a record beyond it (a foreign producer) would fail every insert of its batch.
 const LATEST_MS = Date.UTC(2200, 0, 1)
-const isInstant = (v: unknown): v is string => {
-  if (!isText(v)) return false
-  const t = Date.parse(v)
-  return t >= EARLIEST_MS && t < LATEST_MS
+/** The instant's milliseconds, or NaN when it is not a date-time between 1970 and 2200. */
+const instantMs = (v: unknown): number => {
+  const t = isText(v) ? parseInstant(v) : NaN
+  return t >= EARLIEST_MS && t < LATEST_MS ? t : NaN
 }
 
 export type Decoded = { ok: true; event: UsageEvent } | { ok: false; reason: string; raw: unknown }
@@ -213,7 +213,10 @@ function fromWire(raw: unknown): Decoded {
   for (const f of ['id', 'tenant_id', 'environment_id', 'event_name', 'external_customer_id'] as const) {
     if (!isText(r[f]) || r[f] === '') return { ok: false, reason: `${f} is missing`, raw }
   }
-  for (const f of ['timestamp', 'received_at'] as const) if (!isInstant(r[f])) return { ok: false, reason: `${f} is not a date-time between 1970 and 2200`, raw }
+  const timestamp = instantMs(r.timestamp)
+  const receivedAt = instantMs(r.received_at)
+  const badInstant = Number.isNaN(timestamp) ? 'timestamp' : Number.isNaN(receivedAt) ? 'received_at' : undefined
+  if (badInstant) return { ok: false, reason: `${badInstant} is not a date-time between 1970 and 2200`, raw }
   const props = r.properties ?? {}
   if (typeof props !== 'object' || props === null || Array.isArray(props)) return { ok: false, reason: 'properties is not an object', raw }
   return {
@@ -226,8 +229,8 @@ function fromWire(raw: unknown): Decoded {
       externalCustomerId: r.external_customer_id as string,
       customerId: isText(r.customer_id) ? r.customer_id : '',
       source: isText(r.source) ? r.source : '',
-      timestamp: new Date(r.timestamp as string),
-      receivedAt: new Date(r.received_at as string),
+      timestamp: new Date(timestamp),
+      receivedAt: new Date(receivedAt),
       properties: props as Record<string, unknown>,
     },
   }

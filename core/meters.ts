@@ -72,11 +72,15 @@ export function numericValue(value: unknown): Decimal | undefined {
 
 export function matches(meter: Pick<MeterRules, 'eventName' | 'filters'>, event: Pick<UsageEvent, 'eventName' | 'properties'>): boolean {
   if (event.eventName !== meter.eventName) return false
-  return meter.filters.every((f) => {
+  for (const f of meter.filters) {
     const text = propertyText(event.properties[f.key])
-    return text !== undefined && f.values.includes(text)
-  })
+    if (text === undefined || !f.values.includes(text)) return false
+  }
+  return true
 }
+
+/** Built whole rather than spread from a shared base: this runs once per event and meter. */
+const usageRow = (meter: MeterRules, groupValue: string, value: string, uniqueValue: string) => ({ row: { meterId: meter.id, revision: meter.revision, value, groupValue, uniqueValue } })
 
 /**
  * The row a matching event contributes to a meter, or a reason it contributes none: an event without
@@ -86,21 +90,20 @@ export function resolveUsage(meter: MeterRules, event: Pick<UsageEvent, 'eventNa
   if (!matches(meter, event)) return undefined
   const { type, field, groupBy } = meter.aggregation
   const groupValue = groupBy ? (propertyText(event.properties[groupBy]) ?? '') : ''
-  const base = { meterId: meter.id, revision: meter.revision, groupValue }
-  if (type === 'COUNT') return { row: { ...base, value: '1', uniqueValue: '' } }
+  if (type === 'COUNT') return usageRow(meter, groupValue, '1', '')
   const raw = event.properties[field!]
   if (type === 'COUNT_UNIQUE') {
     const text = propertyText(raw)
     if (text === undefined) return { skip: `property ${field} is missing` }
-    return { row: { ...base, value: '1', uniqueValue: text } }
+    return usageRow(meter, groupValue, '1', text)
   }
   // Most usage values are integers, whose text is already exact: no Decimal on the batch writer's hot path.
-  if (typeof raw === 'number' && Number.isSafeInteger(raw)) return { row: { ...base, value: String(raw), uniqueValue: '' } }
+  if (typeof raw === 'number' && Number.isSafeInteger(raw)) return usageRow(meter, groupValue, String(raw), '')
   const value = numericValue(raw)
   if (value === undefined) {
     return { skip: raw === undefined ? `property ${field} is missing` : `property ${field} is not a number with at most ${VALUE_SCALE} decimal places below 1e26` }
   }
-  return { row: { ...base, value: value.toFixed(), uniqueValue: '' } }
+  return usageRow(meter, groupValue, value.toFixed(), '')
 }
 
 /** Every row one event contributes to the given meters. */
