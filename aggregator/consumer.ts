@@ -14,6 +14,7 @@ import { decodeRecord, encodeEvent, type UsageEvent } from '../core/events.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { retry, type RetryPolicy } from './retry.ts'
+import type { EventIds } from './store.ts'
 import { prepareBatch, storeBatch, type PreparedBatch, type Refused, type Rejected } from './writer.ts'
 
 const HEARTBEAT_MS = 3000
@@ -65,7 +66,7 @@ function rejectedOf(dead: Dead[]): Rejected[] {
 interface InFlight {
   partition: number
   first: string
-  keys: ReadonlySet<string>
+  keys: EventIds
   done: Promise<{ refused: number }>
   /** The pipeline's run it belongs to: a failure ends the run, and chunks of an ended run are read again. */
   run: number

@@ -14,12 +14,51 @@ export interface EventKey {
 export const keyOf = (k: EventKey): string => `${k.tenantId}\u0000${k.environmentId}\u0000${k.id}`
 
 /**
+ * Event ids by scope (tenant, environment). A chunk's events mostly share one scope: the last one's set is
+ * kept at hand, so an event costs a lookup in a set of ids, not a joined key string.
+ */
+export class EventIds {
+  private readonly scopes = new Map<string, Set<string>>()
+  private last: { tenantId: string; environmentId: string; ids: Set<string> } | undefined
+  size = 0
+
+  private ids(k: EventKey, create: boolean): Set<string> | undefined {
+    const last = this.last
+    if (last?.tenantId === k.tenantId && last.environmentId === k.environmentId) return last.ids
+    const scope = `${k.tenantId}\u0000${k.environmentId}`
+    let ids = this.scopes.get(scope)
+    if (ids === undefined) {
+      if (!create) return undefined
+      ids = new Set()
+      this.scopes.set(scope, ids)
+    }
+    this.last = { tenantId: k.tenantId, environmentId: k.environmentId, ids }
+    return ids
+  }
+
+  has(k: EventKey): boolean {
+    return this.ids(k, false)?.has(k.id) ?? false
+  }
+
+  add(k: EventKey): void {
+    const ids = this.ids(k, true)!
+    if (!ids.has(k.id)) this.size++
+    ids.add(k.id)
+  }
+
+  delete(k: EventKey): void {
+    if (this.ids(k, false)?.delete(k.id)) this.size--
+  }
+}
+
+/**
  * The keys among `keys` already stored: one query for the whole batch, using the table's primary key, on
  * the reader (it runs beside the previous batch's insert). chDB binds the ids as one array parameter;
  * a server takes them in the SQL text (a parameter travels in the URL).
  */
-export async function storedKeys(ch: ClickHouse, keys: EventKey[]): Promise<Set<string>> {
-  if (keys.length === 0) return new Set()
+export async function storedKeys(ch: ClickHouse, keys: EventKey[]): Promise<EventIds> {
+  const stored = new EventIds()
+  if (keys.length === 0) return stored
   const [idSet, tenants, envs] = [new Set<string>(), new Set<string>(), new Set<string>()]
   for (const k of keys) {
     idSet.add(k.id)
@@ -35,8 +74,8 @@ export async function storedKeys(ch: ClickHouse, keys: EventKey[]): Promise<Set<
     format: 'JSONCompactEachRow',
     clickhouse_settings: LONG_QUERY,
   })
-  const rows = await rs.json<[string, string, string]>()
-  return new Set(rows.map(([tenantId, environmentId, id]) => keyOf({ tenantId, environmentId, id })))
+  for (const [tenantId, environmentId, id] of await rs.json<[string, string, string]>()) stored.add({ tenantId, environmentId, id })
+  return stored
 }
 
 export type Outcome =

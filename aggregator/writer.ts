@@ -15,7 +15,7 @@ import { resolveEvent, type MeterRules } from '../core/meters.ts'
 import type { Deps } from '../infra/deps.ts'
 import { resolutionRules, scopeKey } from '../api/meters/service.ts'
 import { retry, type RetryPolicy } from './retry.ts'
-import { insertBatch, keyOf, storedKeys, type Outcome } from './store.ts'
+import { EventIds, insertBatch, keyOf, storedKeys, type Outcome } from './store.ts'
 
 export interface Rejected {
   event: Pick<UsageEvent, 'id' | 'tenantId' | 'environmentId'> & Partial<UsageEvent>
@@ -42,7 +42,7 @@ export interface BatchResult {
 export interface PreparedBatch {
   outcomes: Outcome[]
   /** Keys of the events it stores: a batch prepared while this one is in flight treats them as stored. */
-  keys: Set<string>
+  keys: EventIds
   result: Omit<BatchResult, 'refused'>
 }
 
@@ -64,27 +64,31 @@ async function rulesFor(deps: Deps, events: UsageEvent[]): Promise<Map<string, M
  * Splits a batch into what to store (with the events' keys) and what repeats an id stored before, earlier
  * in the batch, or in `pending` (a batch whose insert is still in flight).
  */
-async function classify(deps: Deps, events: UsageEvent[], pending: ReadonlySet<string>): Promise<{ fresh: UsageEvent[]; keys: Set<string>; duplicates: UsageEvent[] }> {
-  const keys = new Set<string>()
+async function classify(deps: Deps, events: UsageEvent[], pending: EventIds): Promise<{ fresh: UsageEvent[]; keys: EventIds; duplicates: UsageEvent[] }> {
+  const keys = new EventIds()
   const candidates: UsageEvent[] = []
   const duplicates: UsageEvent[] = []
   for (const e of events) {
-    const k = keyOf(e)
-    if (keys.has(k) || pending.has(k)) duplicates.push(e)
+    if (keys.has(e) || pending.has(e)) duplicates.push(e)
     else {
-      keys.add(k)
+      keys.add(e)
       candidates.push(e)
     }
   }
   const stored = await storedKeys(deps.ch, candidates)
   if (stored.size === 0) return { fresh: candidates, keys, duplicates }
-  for (const k of stored) keys.delete(k)
   const fresh: UsageEvent[] = []
-  for (const e of candidates) (stored.has(keyOf(e)) ? duplicates : fresh).push(e)
+  for (const e of candidates) {
+    if (!stored.has(e)) fresh.push(e)
+    else {
+      keys.delete(e)
+      duplicates.push(e)
+    }
+  }
   return { fresh, keys, duplicates }
 }
 
-export async function prepareBatch(deps: Deps, events: UsageEvent[], rejected: Rejected[], policy: RetryPolicy, pending: ReadonlySet<string> = new Set()): Promise<PreparedBatch> {
+export async function prepareBatch(deps: Deps, events: UsageEvent[], rejected: Rejected[], policy: RetryPolicy, pending: EventIds = new EventIds()): Promise<PreparedBatch> {
   const { fresh, keys, duplicates } = await retry(() => classify(deps, events, pending), policy)
   const rules = await retry(() => rulesFor(deps, fresh), policy)
   let skippedValues = 0
