@@ -1,7 +1,8 @@
 // A server process for the intake benchmark: `direct`, `kafka`, or `ceiling` (the same app, parsing,
 // authenticating and validating every event, with a sink that discards them: the cost of everything but
 // storage). Prints {port, key} as one JSON line.
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { Kafka, logLevel } from 'kafkajs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../core/config.ts'
@@ -22,6 +23,15 @@ const env: Record<string, string | undefined> = {
 const running = await startRoles(loadConfig(env), ['ingest'])
 if (mode === 'ceiling') attachSink(running.deps, { kind: 'direct', write: async () => {}, close: async () => {} })
 process.stdout.write(`${JSON.stringify({ port: running.port, key: running.bootstrap!.apiKey })}\n`)
+/** Leaves nothing behind: a benchmark writes gigabytes (its data directory, its topics on the shared broker). */
+async function cleanUp(): Promise<void> {
+  rmSync(env.DATA_DIR!, { recursive: true, force: true })
+  if (mode !== 'kafka') return
+  const admin = new Kafka({ brokers: env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING }).admin()
+  await admin.connect()
+  await admin.deleteTopics({ topics: [env.KAFKA_TOPIC!, `${env.KAFKA_TOPIC}-dlq`] }).catch(() => {})
+  await admin.disconnect()
+}
 process.on('SIGTERM', () => {
-  running.stop().then(() => process.exit(0), () => process.exit(1))
+  running.stop().then(cleanUp).then(() => process.exit(0), () => process.exit(1))
 })

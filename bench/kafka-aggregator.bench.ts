@@ -2,7 +2,7 @@
 // rate the consumer, dedup lookup, meter resolution and insert reach, pipelined), then the end-to-end lag
 // of single events sent over HTTP while the aggregator idles. Needs KAFKA_BROKERS.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Kafka, logLevel } from 'kafkajs'
@@ -88,8 +88,11 @@ for (let i = 0; i < 30; i++) {
   lags.push(performance.now() - t)
 }
 lags.sort((a, b) => a - b)
+// Leave nothing behind on the shared broker or the disk: a run writes hundreds of megabytes.
+await admin.deleteTopics({ topics: [topic, `${topic}-dlq`] }).catch(() => {})
 await admin.disconnect()
 await running.stop()
+rmSync(env.DATA_DIR, { recursive: true, force: true })
 
 report(`## 2. Kafka → ClickHouse
 
