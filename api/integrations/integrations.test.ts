@@ -4,6 +4,7 @@
 // callbacks that pay the invoice once, and a provider outage retried with backoff.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
+import { D } from '../../core/money.ts'
 import { signatureHeader } from '../../core/signatures.ts'
 import { customer, eventsOf } from '../../test/catalog.ts'
 import { startFakeStripe, type FakeStripe } from '../../test/fake-stripe.ts'
@@ -45,7 +46,7 @@ const now = () => Math.floor(clock.now().getTime() / 1000)
 
 /** A finalized one-off USD invoice with these lines (no tax, no discount). */
 async function finalized(customerId: string, amounts: string[]) {
-  const total = amounts.reduce((a, b) => a + Math.round(Number(b) * 100), 0) / 100
+  const total = amounts.reduce((a, b) => a.plus(b), new D(0))
   const body = {
     customer_id: customerId,
     currency: 'USD',
