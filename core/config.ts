@@ -39,8 +39,8 @@ export interface Config {
   invoicing: { graceMs: number; invoiceNumberTemplate: string; creditNoteNumberTemplate: string }
   /** Outbound webhooks: one request's time limit, the first retry's delay (doubling after), and the retry job's settings. */
   webhooks: { timeoutMs: number; backoffMs: number; retry: WebhookRetry }
-  /** 32-byte key (hex) that encrypts payment provider secrets; absent: one generated into DATA_DIR. */
-  integrationsKey?: string
+  /** 32-byte key (hex) that seals stored secrets (provider credentials, webhook signing secrets); absent: one generated into DATA_DIR. */
+  secretsKey?: string
 }
 
 /** The stale-webhook retry job of the specification's Limits table. */
@@ -140,6 +140,14 @@ function hexKey(env: Env, name: string): string | undefined {
   return raw.toLowerCase()
 }
 
+/** SECRETS_ENCRYPTION_KEY, or INTEGRATIONS_ENCRYPTION_KEY, its name from when it sealed provider secrets alone. */
+function secretsKey(env: Env): string | undefined {
+  const key = hexKey(env, 'SECRETS_ENCRYPTION_KEY')
+  const former = hexKey(env, 'INTEGRATIONS_ENCRYPTION_KEY')
+  if (key && former && key !== former) throw new ConfigError('SECRETS_ENCRYPTION_KEY', 'differs from INTEGRATIONS_ENCRYPTION_KEY, its former name; set only one of them')
+  return key ?? former
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`)
@@ -199,7 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
       invoiceNumberTemplate: numberTemplate(env, 'INVOICE_NUMBER_TEMPLATE', INVOICE_NUMBER_TEMPLATE),
       creditNoteNumberTemplate: numberTemplate(env, 'CREDIT_NOTE_NUMBER_TEMPLATE', CREDIT_NOTE_NUMBER_TEMPLATE),
     },
-    integrationsKey: hexKey(env, 'INTEGRATIONS_ENCRYPTION_KEY'),
+    secretsKey: secretsKey(env),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
       backoffMs: int(env, 'WEBHOOK_RETRY_BACKOFF_SECONDS', 300, 1, 86400) * 1000,

@@ -11,7 +11,7 @@ import { startFakeStripe, type FakeStripe } from '../../test/fake-stripe.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { call, newWallet, topUp } from '../../test/wallets.ts'
 import { loadConfig } from '../../core/config.ts'
-import { decryptSecrets, encryptSecrets } from './secrets.ts'
+import { seal, unseal } from '../../infra/secrets.ts'
 
 const SECRET_KEY = 'sk_test_meterbill_51234567890'
 const WEBHOOK_SECRET = 'whsec_meterbill_test_secret'
@@ -110,7 +110,7 @@ describe('connections', () => {
     expect(updated.body).toMatchObject({ name: 'Stripe EU', version: 2, sync_config: { invoice: { inbound: true, outbound: false } } })
     expect(JSON.stringify(updated.body)).not.toContain('whsec_rolled')
     const [rolled] = await h.running.deps.sql`SELECT encrypted_secret_data FROM connections WHERE id = ${id}`
-    expect(decryptSecrets(h.config, id, rolled.encrypted_secret_data)).toEqual({ secret_key: 'sk_test_other', webhook_secret: 'whsec_rolled', publishable_key: 'pk_test_meterbill' })
+    expect(unseal(h.config, id, rolled.encrypted_secret_data)).toEqual({ secret_key: 'sk_test_other', webhook_secret: 'whsec_rolled', publishable_key: 'pk_test_meterbill' })
     const ping = stripeEvent('customer.created', { id: 'cus_x', object: 'customer' })
     expect((await notify(ping, { secret: 'whsec_other', path: updated.body.webhook_url })).status).toBe(401)
     expect((await notify(ping, { secret: 'whsec_rolled', path: updated.body.webhook_url })).body).toEqual({ received: true, duplicate: false, outcome: 'ignored' })
@@ -125,13 +125,21 @@ describe('connections', () => {
 
 describe('the encryption key', () => {
   it('is 64 hex digits when configured; secrets sealed under one key do not open under another or another connection', () => {
-    expect(() => loadConfig({ INTEGRATIONS_ENCRYPTION_KEY: 'abc' })).toThrow(/INTEGRATIONS_ENCRYPTION_KEY must be 64 hex digits/)
-    const one = loadConfig({ INTEGRATIONS_ENCRYPTION_KEY: '11'.repeat(32) })
-    const sealed = encryptSecrets(one, 'conn_a', { secret_key: 'sk_test_x' })
+    expect(() => loadConfig({ SECRETS_ENCRYPTION_KEY: 'abc' })).toThrow(/SECRETS_ENCRYPTION_KEY must be 64 hex digits/)
+    const one = loadConfig({ SECRETS_ENCRYPTION_KEY: '11'.repeat(32) })
+    const sealed = seal(one, 'conn_a', { secret_key: 'sk_test_x' })
     expect(sealed).not.toContain('sk_test_x')
-    expect(decryptSecrets(one, 'conn_a', sealed)).toEqual({ secret_key: 'sk_test_x' })
-    expect(() => decryptSecrets(loadConfig({ INTEGRATIONS_ENCRYPTION_KEY: '22'.repeat(32) }), 'conn_a', sealed)).toThrow(/do not decrypt/)
-    expect(() => decryptSecrets(one, 'conn_b', sealed)).toThrow(/do not decrypt/)
+    expect(unseal(one, 'conn_a', sealed)).toEqual({ secret_key: 'sk_test_x' })
+    expect(() => unseal(loadConfig({ SECRETS_ENCRYPTION_KEY: '22'.repeat(32) }), 'conn_a', sealed)).toThrow(/conn_a: its secrets do not decrypt with this process's SECRETS_ENCRYPTION_KEY/)
+    expect(() => unseal(one, 'conn_b', sealed)).toThrow(/do not decrypt/)
+  })
+
+  it('is still read under its former name INTEGRATIONS_ENCRYPTION_KEY; both names with different keys stop start-up', () => {
+    const former = loadConfig({ INTEGRATIONS_ENCRYPTION_KEY: '11'.repeat(32) })
+    expect(unseal(former, 'conn_a', seal(loadConfig({ SECRETS_ENCRYPTION_KEY: '11'.repeat(32) }), 'conn_a', { secret_key: 'sk_test_x' }))).toEqual({ secret_key: 'sk_test_x' })
+    expect(() => loadConfig({ INTEGRATIONS_ENCRYPTION_KEY: 'abc' })).toThrow(/INTEGRATIONS_ENCRYPTION_KEY must be 64 hex digits/)
+    expect(loadConfig({ SECRETS_ENCRYPTION_KEY: '11'.repeat(32), INTEGRATIONS_ENCRYPTION_KEY: '11'.repeat(32) }).secretsKey).toBe('11'.repeat(32))
+    expect(() => loadConfig({ SECRETS_ENCRYPTION_KEY: '11'.repeat(32), INTEGRATIONS_ENCRYPTION_KEY: '22'.repeat(32) })).toThrow(/SECRETS_ENCRYPTION_KEY differs from INTEGRATIONS_ENCRYPTION_KEY/)
   })
 })
 

@@ -10,6 +10,7 @@ import type { Actor, Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Tx } from '../../infra/postgres.ts'
 import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord, type Audit } from '../../infra/records.ts'
+import { seal, unseal } from '../../infra/secrets.ts'
 import { updateCustomer } from '../customers/service.ts'
 import { page, type Page } from '../http/list.ts'
 import { getInvoice, lockInvoice, mergeInvoiceMetadata, paymentState, recordPayment, requireInvoice, type InvoiceView } from '../invoices/service.ts'
@@ -17,7 +18,6 @@ import type { ListRequest } from '../records/schema.ts'
 import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
 import type { Progress } from '../../worker/scheduler.ts'
 import { ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType } from './provider.ts'
-import { decryptSecrets, encryptSecrets } from './secrets.ts'
 import { stripe } from './stripe.ts'
 import * as store from './store.ts'
 
@@ -80,7 +80,7 @@ export async function createConnection(deps: Deps, actor: Actor, input: CreateCo
       id,
       name: input.name,
       provider_type: input.provider_type,
-      encrypted_secret_data: encryptSecrets(deps.config, id, secrets),
+      encrypted_secret_data: seal(deps.config, id, secrets),
       api_base_url: input.api_base_url ?? null,
       sync_config: syncConfig(input.sync_config),
       metadata: input.metadata ?? {},
@@ -108,8 +108,8 @@ export async function updateConnection(deps: Deps, actor: Actor, id: string, inp
     const changes: Record<string, unknown> = { ...fields }
     if (sync_config) changes.sync_config = syncConfig(sync_config, current.sync_config)
     if (encrypted_secret_data) {
-      const stored = decryptSecrets<ProviderSecrets>(deps.config, id, current.encrypted_secret_data)
-      changes.encrypted_secret_data = encryptSecrets(deps.config, id, secretsOf(current.provider_type, encrypted_secret_data, stored))
+      const stored = unseal<ProviderSecrets>(deps.config, id, current.encrypted_secret_data)
+      changes.encrypted_secret_data = seal(deps.config, id, secretsOf(current.provider_type, encrypted_secret_data, stored))
     }
     return viewOf(await updateRecord<store.ConnectionRow>(tx, store.CONNECTIONS, actor, id, changes, { version, audit: auditOf(deps, actor) }))
   })
@@ -125,7 +125,7 @@ const providerConnection = (deps: Deps, row: store.ConnectionRow): ProviderConne
   id: row.id,
   provider_type: row.provider_type,
   api_base_url: row.api_base_url,
-  secrets: decryptSecrets<ProviderSecrets>(deps.config, row.id, row.encrypted_secret_data),
+  secrets: unseal<ProviderSecrets>(deps.config, row.id, row.encrypted_secret_data),
 })
 
 // ---- pushing invoices ---------------------------------------------------------------------------------

@@ -6,11 +6,12 @@
 // A delivery's state changes only after its request ended, so a run that dies mid-way leaves it due and
 // it is sent again (at-least-once; the webhook-id header, the event id, lets receivers drop repeats).
 import { inParallel } from '../../core/concurrency.ts'
-import type { WebhookRetry } from '../../core/config.ts'
+import type { Config, WebhookRetry } from '../../core/config.ts'
 import { newId } from '../../core/ids.ts'
 import { signedHeaders } from '../../core/webhook-signing.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Progress } from '../../worker/scheduler.ts'
+import { openSecret, sealPlaintextSecrets } from './service.ts'
 import * as store from './store.ts'
 
 const BATCH = 500
@@ -77,15 +78,18 @@ function reason(err: unknown, timeoutMs: number): string {
   return e.cause?.code ?? e.cause?.message ?? e.message
 }
 
-async function post(d: store.DueDelivery, now: Date, timeoutMs: number): Promise<Outcome> {
+async function post(config: Config, d: store.DueDelivery, now: Date): Promise<Outcome> {
+  const { timeoutMs } = config.webhooks
   const body = JSON.stringify(d.payload)
   // Wall-clock seconds, not the service clock: receivers compare the timestamp with theirs to refuse replays.
   const timestamp = Math.floor(Date.now() / 1000)
   const rotating = d.previous_secret && d.previous_secret_expires_at && d.previous_secret_expires_at > now
-  const secrets = rotating ? [d.secret, d.previous_secret!] : [d.secret]
+  const stored = rotating ? [d.secret, d.previous_secret!] : [d.secret]
   const started = performance.now()
   const took = () => Math.round(performance.now() - started)
   try {
+    // Opened inside the try: a secret this process cannot open (another key) fails this attempt, saying so, not the whole run.
+    const secrets = stored.map((s) => openSecret(config, d.endpoint_id, s))
     const res = await fetch(d.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'user-agent': 'meterbill-webhooks/1', ...signedHeaders(secrets, d.event_id, timestamp, body) },
@@ -104,7 +108,7 @@ async function post(d: store.DueDelivery, now: Date, timeoutMs: number): Promise
 
 /** Sends one delivery (unless its endpoint is disabled or deleted) and records the outcome. */
 async function attempt(deps: Deps, d: store.DueDelivery, summary: DeliverySummary): Promise<boolean> {
-  const { timeoutMs, backoffMs: baseMs, retry } = deps.config.webhooks
+  const { backoffMs: baseMs, retry } = deps.config.webhooks
   if (d.endpoint_status !== 'published' || d.disabled) {
     const error = d.disabled && d.endpoint_status === 'published' ? 'endpoint disabled' : 'endpoint deleted'
     const settlement = { status: 'failed' as const, attempts: d.attempts, nextAttemptAt: d.next_attempt_at, statusCode: null, error }
@@ -113,7 +117,7 @@ async function attempt(deps: Deps, d: store.DueDelivery, summary: DeliverySummar
     return false
   }
   const sentAt = deps.clock.now()
-  const outcome = await post(d, sentAt, timeoutMs)
+  const outcome = await post(deps.config, d, sentAt)
   const attempts = d.attempts + 1
   const ok = outcome.error === null
   const status = ok ? 'delivered' : retryable(retry, d, attempts) ? 'pending' : 'failed'
@@ -125,12 +129,13 @@ async function attempt(deps: Deps, d: store.DueDelivery, summary: DeliverySummar
   return ok
 }
 
-/** The webhook-delivery job: dispatch new events, then first attempts until none are due or the budget is spent. */
+/** The webhook-delivery job: seal secrets left in clear, dispatch new events, then first attempts until none are due or the budget is spent. */
 export async function deliverNew(deps: Deps, progress: Progress): Promise<DeliverySummary> {
   const summary = emptySummary()
   const deadline = Date.now() + RUN_BUDGET_MS
   // An endpoint that failed in this run gets no more first attempts in it: its later events wait for the next run.
   const failing = new Set<string>()
+  await sealPlaintextSecrets(deps, BATCH)
   while (Date.now() < deadline) {
     const now = deps.clock.now()
     const dispatched = await deps.sql.begin((tx) => store.dispatch(tx, now, BATCH))

@@ -1,10 +1,13 @@
 // Webhook endpoints of an environment (url, event type filter, disabled flag, signing secret) and what
 // became of the outbox events: their deliveries, every attempt, and a manual retry.
+import type { Config } from '../../core/config.ts'
 import { invalidOperation, notFound, validationError } from '../../core/errors.ts'
+import { newId } from '../../core/ids.ts'
 import type { Actor } from '../../core/scope.ts'
 import { EVENT_TYPES, newSigningSecret } from '../../core/webhook-signing.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord } from '../../infra/records.ts'
+import { isSealed, seal, unseal } from '../../infra/secrets.ts'
 import { page, type ListParams, type Page } from '../http/list.ts'
 import type { ListRequest } from '../records/schema.ts'
 import { auditOf, transaction } from '../records/service.ts'
@@ -39,7 +42,27 @@ export type EndpointView = Omit<store.EndpointRow, 'secret' | 'previous_secret' 
 export type EndpointWithSecret = EndpointView & { secret: string }
 
 const view = ({ secret: _s, previous_secret: _p, previous_secret_expires_at: _e, ...endpoint }: store.EndpointRow): EndpointView => endpoint
-const withSecret = (row: store.EndpointRow): EndpointWithSecret => ({ ...view(row), secret: row.secret })
+
+/**
+ * Secrets are stored sealed (infra/secrets.ts, the endpoint id as associated data, for both columns). A
+ * value not sealed is a `whsec_…` written before sealing: used as it is until the delivery job seals it.
+ */
+export const openSecret = (config: Config, endpointId: string, stored: string): string =>
+  isSealed(stored) ? unseal<string>(config, endpointId, stored) : stored
+
+/**
+ * Seals the secrets that endpoints from before sealing hold in clear (SQL cannot: the key is not in the
+ * database). The delivery job calls this each run; once they are sealed it finds nothing. A value is replaced
+ * only while it is still the one read, so a rotation meanwhile wins.
+ */
+export async function sealPlaintextSecrets(deps: Deps, limit: number): Promise<void> {
+  for (const row of await store.plaintextSecrets(deps.sql, limit)) {
+    for (const column of ['secret', 'previous_secret'] as const) {
+      const value = row[column]
+      if (value !== null && !isSealed(value)) await store.replaceSecret(deps.sql, row.id, column, value, seal(deps.config, row.id, value))
+    }
+  }
+}
 
 function checkedUrl(raw: string): string {
   let url: URL
@@ -71,8 +94,11 @@ function checked<T extends { url?: string; filter_types?: string[] }>(input: T):
 }
 
 export async function createEndpoint(deps: Deps, actor: Actor, input: CreateEndpointInput): Promise<EndpointWithSecret> {
-  const fields = { filter_types: [], disabled: false, metadata: {}, ...checked(input), secret: newSigningSecret() }
-  return withSecret(await transaction(deps, (tx) => insertRecord<store.EndpointRow>(tx, store.ENDPOINTS, actor, auditOf(deps, actor), fields)))
+  const id = newId(store.ENDPOINTS.prefix)
+  const secret = newSigningSecret()
+  const fields = { filter_types: [], disabled: false, metadata: {}, ...checked(input), id, secret: seal(deps.config, id, secret) }
+  const row = await transaction(deps, (tx) => insertRecord<store.EndpointRow>(tx, store.ENDPOINTS, actor, auditOf(deps, actor), fields))
+  return { ...view(row), secret }
 }
 
 export const getEndpoint = async (deps: Deps, actor: Actor, id: string): Promise<EndpointView> =>
@@ -95,13 +121,18 @@ export const deleteEndpoint = async (deps: Deps, actor: Actor, id: string): Prom
 /** A new secret, shown once; the previous one keeps signing alongside it for a day. */
 export async function rotateSecret(deps: Deps, actor: Actor, id: string): Promise<EndpointWithSecret> {
   const audit = auditOf(deps, actor)
-  return withSecret(
-    await transaction(deps, async (tx) => {
-      const current = await requireRecord<store.EndpointRow>(tx, store.ENDPOINTS, actor, id, { published: true })
-      const fields = { secret: newSigningSecret(), previous_secret: current.secret, previous_secret_expires_at: new Date(audit.at.getTime() + ROTATION_OVERLAP_MS) }
-      return updateRecord<store.EndpointRow>(tx, store.ENDPOINTS, actor, id, fields, { audit })
-    }),
-  )
+  const secret = newSigningSecret()
+  const row = await transaction(deps, async (tx) => {
+    const current = await requireRecord<store.EndpointRow>(tx, store.ENDPOINTS, actor, id, { published: true })
+    // Opened and sealed again: a secret still in clear gets sealed, and a process with the wrong key fails here, writing nothing.
+    const fields = {
+      secret: seal(deps.config, id, secret),
+      previous_secret: seal(deps.config, id, openSecret(deps.config, id, current.secret)),
+      previous_secret_expires_at: new Date(audit.at.getTime() + ROTATION_OVERLAP_MS),
+    }
+    return updateRecord<store.EndpointRow>(tx, store.ENDPOINTS, actor, id, fields, { audit })
+  })
+  return { ...view(row), secret }
 }
 
 export type DeliveryView = Omit<store.DeliveryRow, 'tenant_id' | 'environment_id'>

@@ -14,6 +14,7 @@ export interface EndpointRow extends RecordRow {
   description: string | null
   filter_types: string[]
   disabled: boolean
+  /** Sealed (service.ts openSecret), or in clear in rows written before secrets were sealed. */
   secret: string
   previous_secret: string | null
   previous_secret_expires_at: Date | null
@@ -169,6 +170,15 @@ async function summarize(tx: Tx, eventId: string): Promise<void> {
       FROM webhook_deliveries WHERE event_id = ${eventId}
     ) s
     WHERE e.id = ${eventId}`
+}
+
+/** Endpoints holding a secret not sealed (`v1:…`, infra/secrets.ts), any status: written before secrets were sealed. */
+export const plaintextSecrets = (db: Db, limit: number): Promise<Pick<EndpointRow, 'id' | 'secret' | 'previous_secret'>[]> =>
+  db<Pick<EndpointRow, 'id' | 'secret' | 'previous_secret'>[]>`SELECT id, secret, previous_secret FROM webhook_endpoints WHERE secret NOT LIKE 'v1:%' OR previous_secret NOT LIKE 'v1:%' LIMIT ${limit}`
+
+/** Replaces a secret by its sealed form if it still holds `plain`; not a change of the record (no version, no audit). */
+export async function replaceSecret(db: Db, id: string, column: 'secret' | 'previous_secret', plain: string, sealed: string): Promise<void> {
+  await db`UPDATE webhook_endpoints SET ${db(column)} = ${sealed} WHERE id = ${id} AND ${db(column)} = ${plain}`
 }
 
 /**

@@ -5,7 +5,8 @@ import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
-import { verify } from '../../core/webhook-signing.ts'
+import { newSigningSecret, verify } from '../../core/webhook-signing.ts'
+import { unseal } from '../../infra/secrets.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 
 const clock = fixedClock('2025-06-02T09:00:00Z')
@@ -91,6 +92,9 @@ function verifies(secret: string, r: Received): boolean {
   return verify(secret, headers, r.body, new Date())
 }
 
+const storedSecrets = async (id: string): Promise<{ secret: string; previous_secret: string | null }> =>
+  (await h.running.deps.sql`SELECT secret, previous_secret FROM webhook_endpoints WHERE id = ${id}`)[0] as any
+
 /** Deletes the tenant's endpoints and stops the receivers, so later tests' runs send nothing to them. */
 async function cleanup(t: Tenant, receivers: Receiver[]): Promise<void> {
   const list = await h.http('GET', '/v1/webhooks/endpoints?limit=1000', { key: t.key })
@@ -121,6 +125,27 @@ describe('webhook endpoints', () => {
 
     expect((await h.http('DELETE', `/v1/webhooks/endpoints/${created.id}`, { key: t.key })).body.status).toBe('deleted')
     expect((await h.http('GET', '/v1/webhooks/endpoints', { key: t.key })).body.items).toEqual([])
+  })
+
+  it('stores the secret sealed with the endpoint id, before and after a rotation: the row holds neither secret in clear', async () => {
+    const t = await tenant()
+    const ep = await endpoint(t, { url: 'https://hooks.example.com/sealed' })
+    const created = await storedSecrets(ep.id)
+    expect(created.secret).toMatch(/^v1:/)
+    expect(created.previous_secret).toBeNull()
+    expect(unseal(h.config, ep.id, created.secret)).toBe(ep.secret)
+    expect(() => unseal(h.config, 'ep_other', created.secret)).toThrow(/do not decrypt/)
+
+    const rotated = (await h.http('POST', `/v1/webhooks/endpoints/${ep.id}/secret/rotate`, { key: t.key })).body
+    const [row] = await h.running.deps.sql`SELECT * FROM webhook_endpoints WHERE id = ${ep.id}`
+    expect([row.secret, row.previous_secret]).toEqual([expect.stringMatching(/^v1:/), expect.stringMatching(/^v1:/)])
+    expect([unseal(h.config, ep.id, row.secret), unseal(h.config, ep.id, row.previous_secret)]).toEqual([rotated.secret, ep.secret])
+    // The key bytes, not just the whsec_ form, appear nowhere in the row.
+    for (const secret of [ep.secret, rotated.secret]) expect(JSON.stringify(row)).not.toContain(secret.slice('whsec_'.length))
+    for (const res of [await h.http('GET', `/v1/webhooks/endpoints/${ep.id}`, { key: t.key }), await h.http('GET', '/v1/webhooks/endpoints', { key: t.key })]) {
+      for (const secret of [ep.secret, rotated.secret, row.secret, row.previous_secret]) expect(JSON.stringify(res.body)).not.toContain(secret)
+    }
+    await cleanup(t, [])
   })
 
   it.each([
@@ -358,6 +383,43 @@ describe('webhook delivery', () => {
     await run('webhook-delivery')
     expect(verifies(rotated.body.secret, rx.received[1])).toBe(true)
     expect(verifies(ep.secret, rx.received[1])).toBe(false)
+    await cleanup(t, [rx])
+  })
+
+  it('delivers for an endpoint whose secrets are still in clear (written before sealing); the delivery job seals them', async () => {
+    const t = await tenant()
+    const rx = await receiver([500])
+    const ep = await endpoint(t, { url: rx.url })
+    const [legacy, older] = [newSigningSecret(), newSigningSecret()]
+    const inClear = () => h.running.deps.sql`UPDATE webhook_endpoints SET secret = ${legacy}, previous_secret = ${older},
+      previous_secret_expires_at = ${new Date(clock.now().getTime() + 60 * MINUTE)} WHERE id = ${ep.id}`
+    await inClear()
+    const { eventId } = await customerCreated(t)
+
+    // The delivery job seals them first, then signs with them (the first attempt gets a 500).
+    await run('webhook-delivery')
+    const sealed = await storedSecrets(ep.id)
+    expect([sealed.secret, sealed.previous_secret]).toEqual([expect.stringMatching(/^v1:/), expect.stringMatching(/^v1:/)])
+    expect([unseal(h.config, ep.id, sealed.secret), unseal(h.config, ep.id, sealed.previous_secret!)]).toEqual([legacy, older])
+    expect([verifies(legacy, rx.received[0]), verifies(older, rx.received[0]), verifies(ep.secret, rx.received[0])]).toEqual([true, true, false])
+
+    // Read in clear by the retry job, which seals nothing: used as they are.
+    await inClear()
+    clock.advance(5 * MINUTE)
+    await run('webhook-retry')
+    expect(rx.ids()).toEqual([eventId, eventId])
+    expect([verifies(legacy, rx.received[1]), verifies(older, rx.received[1])]).toEqual([true, true])
+    expect(await event(t, eventId)).toMatchObject({ delivery_status: 'delivered' })
+    expect((await storedSecrets(ep.id)).secret).toBe(legacy)
+
+    // A rotation seals the secret in clear as the previous one, which keeps signing.
+    const rotated = (await h.http('POST', `/v1/webhooks/endpoints/${ep.id}/secret/rotate`, { key: t.key })).body
+    const after = await storedSecrets(ep.id)
+    expect(after.previous_secret).toMatch(/^v1:/)
+    expect(unseal(h.config, ep.id, after.previous_secret!)).toBe(legacy)
+    await customerCreated(t)
+    await run('webhook-delivery')
+    expect([verifies(rotated.secret, rx.received[2]), verifies(legacy, rx.received[2])]).toEqual([true, true])
     await cleanup(t, [rx])
   })
 
