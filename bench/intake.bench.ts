@@ -8,13 +8,20 @@ import { fileURLToPath } from 'node:url'
 import { blast, bulkBodies, fmt, report, type LoadResult } from './common.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
+// For iterating on one mode: INTAKE_ROWS=kafka-1000 measures only that row (with its ceiling); all rows by default.
+const ONLY = process.env.INTAKE_ROWS?.match(/^(\w+)-(\d+)$/)
+const SIZES = ONLY ? [Number(ONLY[2])] : [100, 1000]
+// The broker's CPU per event (BROKER_PID: the Kafka process, on the same cores), printed beside the table.
+const BROKER_PID = process.env.BROKER_PID ? Number(process.env.BROKER_PID) : undefined
 const CONCURRENCY = 16
 const YOUNG_GENERATION = '--max-semi-space-size=64'
 
 async function server(mode: string): Promise<{ port: number; key: string; child: ChildProcess }> {
   // The young-generation size docs/usage.md recommends for intake (NODE_OPTIONS): requests in flight hold thousands
   // of events, which a small young generation copies over and over.
-  const child = spawn(process.execPath, [YOUNG_GENERATION, '--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], {
+  // INTAKE_NODE_FLAGS: more flags for the server (e.g. --cpu-prof, which NODE_OPTIONS does not take).
+  const flags = process.env.INTAKE_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  const child = spawn(process.execPath, [YOUNG_GENERATION, ...flags, '--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], {
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   const line = await new Promise<string>((resolve, reject) => {
@@ -34,19 +41,24 @@ function cpuSeconds(pid: number): number {
   }
 }
 
-type Measured = LoadResult & { cpuPerEvent: number }
+type Measured = LoadResult & { cpuPerEvent: number; brokerCpuPerEvent: number }
 
 async function measure(mode: string): Promise<Record<number, Measured>> {
   const s = await server(mode)
   const results: Record<number, Measured> = {}
   const body = bulkBodies()
   try {
-    for (const size of [100, 1000]) {
+    for (const size of SIZES) {
       // A short warm-up (JIT, connections, first batches) before the measured run.
       await blast({ port: s.port, path: '/v1/events/bulk', key: s.key, eventsPerRequest: size, body, concurrency: CONCURRENCY, seconds: 1 })
       const cpu = cpuSeconds(s.child.pid!)
+      const broker = BROKER_PID ? cpuSeconds(BROKER_PID) : Number.NaN
       const r = await blast({ port: s.port, path: '/v1/events/bulk', key: s.key, eventsPerRequest: size, body, concurrency: CONCURRENCY, seconds: SECONDS })
-      results[size] = { ...r, cpuPerEvent: ((cpuSeconds(s.child.pid!) - cpu) * 1e6) / r.events }
+      results[size] = {
+        ...r,
+        cpuPerEvent: ((cpuSeconds(s.child.pid!) - cpu) * 1e6) / r.events,
+        brokerCpuPerEvent: ((cpuSeconds(BROKER_PID ?? 0) - broker) * 1e6) / r.events,
+      }
     }
   } finally {
     s.child.kill('SIGTERM')
@@ -55,17 +67,20 @@ async function measure(mode: string): Promise<Record<number, Measured>> {
   return results
 }
 
-const modes = ['ceiling', 'direct', ...(process.env.KAFKA_BROKERS ? ['kafka'] : [])]
+const modes = ONLY ? ['ceiling', ...(ONLY[1] === 'ceiling' ? [] : [ONLY[1]])] : ['ceiling', 'direct', ...(process.env.KAFKA_BROKERS ? ['kafka'] : [])]
 const all: Record<string, Record<number, Measured>> = {}
 for (const mode of modes) all[mode] = await measure(mode)
 
 const rows = modes.flatMap((mode) =>
-  [100, 1000].map((size) => {
+  SIZES.map((size) => {
     const r = all[mode][size]
     const ratio = r.eventsPerSecond / all.ceiling[size].eventsPerSecond
     return `| ${mode} | ${size} | ${fmt(r.eventsPerSecond)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${mode === 'ceiling' ? '1.00' : fmt(ratio, 2)} | ${fmt(r.cpuPerEvent, 1)} | ${fmt(r.clientCpuPerEvent, 1)} | ${r.failed} |`
   }),
 )
+if (BROKER_PID) {
+  for (const mode of modes) for (const size of SIZES) process.stderr.write(`broker CPU ${mode}-${size}: ${fmt(all[mode][size].brokerCpuPerEvent, 2)} µs/event\n`)
+}
 report(`## 1. HTTP bulk intake
 
 ${CONCURRENCY} keep-alive connections, ${SECONDS} s per row after a 1 s warm-up; every event distinct (1000 customers).

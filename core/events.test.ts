@@ -56,6 +56,17 @@ describe('wire form', () => {
     expect(decodeRecord(text)).toEqual([{ ok: true, event: n.event }, { ok: false, reason: 'tenant_id is missing', raw: { id: 'x' } }])
   })
 
+  it("reads each element's own instants, whether or not the one before shared them", () => {
+    const wire = (timestamp: unknown, received_at: unknown) => ({ id: 'x', tenant_id: 't', environment_id: 'e', event_name: 'n', external_customer_id: 'c', timestamp, received_at })
+    const [a, b] = ['2024-01-01T00:00:00.001Z', '2024-01-02T00:00:00+01:00']
+    const elements = [wire(a, a), wire(a, b), wire(b, b), wire('soon', b), wire(b, 'soon'), wire(b, b), wire(a, 7), wire(7, a), wire(undefined, a), wire(a, a)]
+    const decoded = decodeRecord(JSON.stringify(elements))
+    const instants = (d: (typeof decoded)[number]) => (d.ok ? [d.event.timestamp.getTime(), d.event.receivedAt.getTime()] : d.reason)
+    const [ta, tb] = [Date.parse(a), Date.parse(b)]
+    const [badTimestamp, badReceived] = ['timestamp is not a date-time between 1970 and 2200', 'received_at is not a date-time between 1970 and 2200']
+    expect(decoded.map(instants)).toEqual([[ta, ta], [ta, tb], [tb, tb], badTimestamp, badReceived, [tb, tb], badReceived, badTimestamp, badTimestamp, [ta, ta]])
+  })
+
   it.each([
     ['{', 'not JSON'],
     ['[1]', 'not a JSON object'],

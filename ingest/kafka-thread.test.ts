@@ -17,7 +17,14 @@ describe.skipIf(!brokers)('Kafka intake through the producer thread', () => {
   beforeAll(async () => {
     h = await startHarness({ roles: ['api', 'ingest'], env: { KAFKA_BROKERS: brokers!, KAFKA_TOPIC: topic } })
   })
-  afterAll(() => h?.stop())
+  afterAll(async () => {
+    await h?.stop()
+    // The topics go with the test: its 1000-event request fills them with hundreds of KiB on the shared broker.
+    const admin = new Kafka({ brokers: brokers!.split(','), logLevel: logLevel.NOTHING }).admin()
+    await admin.connect()
+    await admin.deleteTopics({ topics: [topic, `${topic}-dlq`] }).catch(() => {})
+    await admin.disconnect()
+  })
 
   it('writes keyed, ordered records of exact events, and only then answers', { timeout: 60_000 }, async () => {
     const events = Array.from({ length: 9 }, (_, i) => ({
@@ -54,6 +61,33 @@ describe.skipIf(!brokers)('Kafka intake through the producer thread', () => {
       c1: ['t-1 2024-05-02T08:00:00.500Z 1', 't-4 2024-05-05T08:00:00.500Z 12345678901234567890.5', 't-7 2024-05-08T08:00:00.500Z 7'],
       c2: ['t-2 2024-05-03T08:00:00.500Z 2', 't-5 2024-05-06T08:00:00.500Z 5', 't-8 2024-05-09T08:00:00.500Z 8'],
     })
+  })
+
+  it('splits a customer whose events exceed one record over several, each within 256 KiB, in order', { timeout: 60_000 }, async () => {
+    const events = Array.from({ length: 1000 }, (_, i) => ({ event_id: `big-${i}`, event_name: 'api.call', external_customer_id: 'big', properties: { note: 'x'.repeat(300) } }))
+    const res = await h.http('POST', '/v1/events/bulk', { body: { events } })
+    expect(res.status).toBe(202)
+
+    const consumer = new Kafka({ brokers: brokers!.split(','), logLevel: logLevel.NOTHING }).consumer({ groupId: `${topic}-big-reader` })
+    const records: { partition: number; value: string }[] = []
+    let ids = 0
+    await consumer.connect()
+    await consumer.subscribe({ topic, fromBeginning: true })
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        if (!message.key!.toString().endsWith(':big')) return
+        records.push({ partition, value: message.value!.toString() })
+        ids += decodeRecord(message.value!.toString()).length
+      },
+    })
+    for (const deadline = Date.now() + 30_000; ids < events.length && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 100))
+    await consumer.disconnect()
+
+    expect(records.length).toBeGreaterThan(1)
+    for (const r of records) expect(r.value.length).toBeLessThanOrEqual(256 * 1024)
+    expect(new Set(records.map((r) => r.partition)).size).toBe(1)
+    const read = records.flatMap((r) => decodeRecord(r.value).map((d) => (d.ok ? d.event.id : 'invalid')))
+    expect(read).toEqual(events.map((e) => e.event_id))
   })
 
   it('replaces a producer thread that ended: the next batch is acknowledged through a new one', { timeout: 60_000 }, async () => {
