@@ -2,7 +2,7 @@
 // function for one customer's month, for the whole environment and for a billing-anchored month, from the
 // rollups and from raw meter_usage rows. The events are generated inside ClickHouse (INSERT … SELECT FROM numbers) through
 // the same Null table and views the batch writer uses.
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../core/config.ts'
@@ -96,6 +96,7 @@ for (const c of cases) {
   rows.push(`| ${c.label} | ${fmt(views.p50, 1)} | ${fmt(views.p99, 1)} | ${fmt(raw.p50, 1)} | ${fmt(raw.p99, 1)} | ${views.value} |`)
 }
 await running.stop()
+rmSync(env.DATA_DIR, { recursive: true, force: true })
 
 report(`## 3. Monthly usage query
 

@@ -62,11 +62,14 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     const client = createClient({
       // chdb types its Connection against its own copy of @clickhouse/client-common; the shapes match.
       connection: connection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
-      clickhouse_settings: { async_insert: 0, output_format_json_quote_64bit_integers: 1 },
     })
     // chDB ignores the client's `database` option; its session keeps USE, a server's HTTP client does not.
     await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}` })
     await client.command({ query: `USE ${database}` })
+    // Set once on the session: as the client's clickhouse_settings, chDB runs a SET statement per setting before
+    // every query (+0.3 ms on a 4 ms usage query).
+    await client.command({ query: 'SET async_insert = 0' })
+    await client.command({ query: 'SET output_format_json_quote_64bit_integers = 1' })
     return { connection, client }
   }
   const { connection, client } = await connect()
