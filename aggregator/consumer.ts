@@ -9,13 +9,17 @@
 // is down the insert is retried in place and nothing more is fetched (backpressure). Records that are not
 // events, and events ClickHouse refuses, go to the dead-letter topic with the reason before their
 // offsets commit.
+// The records are decoded, classified, resolved and written as insert text on a decode thread (chunks.ts),
+// which keeps the events; this thread fetches, runs the dedup lookup and the insert on chDB (one per
+// process, owned by this thread), reads the meters, and commits. Only ids, scopes and bytes cross.
 import type { Consumer, EachBatchPayload, KafkaMessage, Producer } from 'kafkajs'
 import { decodeRecord, encodeEvent, type UsageEvent } from '../core/events.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
+import { chunkRows, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
 import { retry, type RetryPolicy } from './retry.ts'
-import type { EventIds } from './store.ts'
-import { prepareBatch, storeBatch, type PreparedBatch, type Refused, type Rejected } from './writer.ts'
+import { storedRows } from './store.ts'
+import { expiresNow, rulesFor, storeRows, type Refused } from './writer.ts'
 
 const HEARTBEAT_MS = 3000
 
@@ -27,46 +31,31 @@ export interface AggregatorOptions {
   afterInsert?: (chunk: { partition: number; first: string; last: string }) => Promise<void>
 }
 
-interface Dead {
-  message: KafkaMessage
-  /** The element of the record that is not an event, as text for the dead-letter topic. */
-  value: string
-  raw: unknown
-  reason: string
-}
-
-interface Parsed {
-  events: UsageEvent[]
-  dead: Dead[]
-}
-
-/** Adds the events of one record (an event or an array of events) to `into`; what is not an event is dead. */
-function parseInto(into: Parsed, message: KafkaMessage): void {
-  const text = message.value?.toString('utf8') ?? ''
-  if (text === '') {
-    into.dead.push({ message, value: '', raw: undefined, reason: 'empty record' })
-    return
+/** A fetch's record values as one buffer of its own (so it moves to the decode thread), record i ending at ends[i]. */
+function pack(messages: KafkaMessage[]): [Uint8Array, Uint32Array] {
+  let total = 0
+  for (const m of messages) total += m.value?.length ?? 0
+  const bytes = new Uint8Array(total)
+  const ends = new Uint32Array(messages.length)
+  let at = 0
+  for (let i = 0; i < messages.length; i++) {
+    const v = messages[i].value
+    if (v) {
+      bytes.set(v, at)
+      at += v.length
+    }
+    ends[i] = at
   }
-  for (const d of decodeRecord(text)) {
-    if (d.ok) into.events.push(d.event)
-    else into.dead.push({ message, value: typeof d.raw === 'string' ? d.raw : JSON.stringify(d.raw), raw: d.raw, reason: d.reason })
-  }
-}
-
-/** Dead elements that still name their event are also recorded in ClickHouse, so the lookup can say why. */
-function rejectedOf(dead: Dead[]): Rejected[] {
-  return dead.flatMap(({ raw, reason }) => {
-    const r = (raw ?? {}) as Record<string, unknown>
-    const [id, tenantId, environmentId] = [r.id, r.tenant_id, r.environment_id]
-    return typeof id === 'string' && typeof tenantId === 'string' && typeof environmentId === 'string' ? [{ event: { id, tenantId, environmentId }, reason }] : []
-  })
+  return [bytes, ends]
 }
 
 /** A chunk handed to the insert pipeline: `done` settles once it is stored and committed (or given up). */
 interface InFlight {
   partition: number
   first: string
-  keys: EventIds
+  /** Where its events are held: a chunk prepared while this one is in flight treats its ids as stored. */
+  thread: ChunkThread
+  id: number
   done: Promise<{ refused: number }>
   /** The pipeline's run it belongs to: a failure ends the run, and chunks of an ended run are read again. */
   run: number
@@ -127,7 +116,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   }
 
   /** Dead records and refused events to the dead-letter topic, each with the reason and the record it came from. */
-  const deadLetter = async (topic: string, partition: number, chunk: KafkaMessage[], dead: Dead[], refused: Refused[]): Promise<void> => {
+  const deadLetter = async (topic: string, partition: number, fetched: KafkaMessage[], chunk: KafkaMessage[], dead: Dead[], refused: Refused[]): Promise<void> => {
     // Refusals are rare: the record of each is found by reading the chunk again.
     const holds = (m: KafkaMessage, e: UsageEvent) =>
       decodeRecord(m.value?.toString('utf8') ?? '').some((d) => d.ok && d.event.id === e.id && d.event.tenantId === e.tenantId && d.event.environmentId === e.environmentId)
@@ -137,7 +126,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
       headers: { reason, source_topic: topic, source_partition: String(partition), source_offset: message.offset },
     })
     const messages = [
-      ...dead.map((d) => ({ ...source(d.message, d.reason), value: d.value })),
+      ...dead.map((d) => ({ ...source(fetched[d.record], d.reason), value: d.value })),
       ...refused.map((r) => ({ ...source(recordOf(r.event), r.reason), value: encodeEvent(r.event) })),
     ]
     if (messages.length === 0) return
@@ -145,52 +134,86 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     await retry(() => dlq.send({ topic: kafka.dlqTopic, acks: -1, messages }), policy)
   }
 
+  /**
+   * A chunk's ids looked up (those of chunk `pending`, in flight, count as stored) and its events resolved, on
+   * the decode thread; the lookup and the meters are read here, where chDB and Postgres are.
+   */
+  const prepare = async (thread: ChunkThread, c: DecodedChunk, pending?: number): Promise<ChunkRows> => {
+    const lookup = await thread.calls.candidates(c.id, pending)
+    const stored = await retry(() => storedRows(deps.ch, lookup), policy)
+    const rules = await rulesFor(deps, c.scopes, policy)
+    return thread.calls.prepare(c.id, stored, rules, expiresNow(deps))
+  }
+
+  let thread: ChunkThread | undefined
+  /** The decode thread; one that died is replaced at the next fetch (the chunks it held are read again). */
+  const chunkThread = (): ChunkThread => {
+    if (!thread) {
+      const t = startChunkThread()
+      thread = t
+      void t.exited.then(() => {
+        if (thread === t) thread = undefined
+      })
+    }
+    return thread
+  }
+
   const handle = async ({ batch: b, heartbeat: beat, resolveOffset, isRunning, isStale }: EachBatchPayload): Promise<void> => {
     heartbeat = beat
-    for (let i = 0; i < b.messages.length; ) {
-      // Whole records (one may hold a customer's events of a request) up to AGGREGATOR_MAX_ROWS events.
-      const parsed: Parsed = { events: [], dead: [] }
-      const start = i
-      while (i < b.messages.length && parsed.events.length + parsed.dead.length < batch.aggregatorMaxRows) parseInto(parsed, b.messages[i++])
-      const chunk = b.messages.slice(start, i)
-      const range = { partition: b.partition, first: chunk[0].offset, last: chunk[chunk.length - 1].offset }
-      const rejected = rejectedOf(parsed.dead)
-      let previous: InFlight | undefined
-      let prepared: PreparedBatch
-      let current: number
-      do {
-        current = run
-        previous = pipeline.at(-1)
-        prepared = await prepareBatch(deps, parsed.events, rejected, policy, previous?.keys)
-        // A failure meanwhile: the ids taken as stored were not; classify again.
-      } while (current !== run)
-      // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
-      if (stopping || !isRunning() || isStale()) return
-      const done = (async () => {
-        // A chunk is inserted only once the one before it is stored.
-        const before = await previous?.done
-        // Ids the previous chunk could not store after all were taken as stored: classify again.
-        const ready = before?.refused ? await prepareBatch(deps, parsed.events, rejected, policy) : prepared
-        const refused = await storeBatch(deps, ready, `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, policy)
-        await deadLetter(b.topic, b.partition, chunk, parsed.dead, refused)
-        deps.logger.debug({ ...range, ...ready.result, refused: refused.length }, 'usage batch stored')
-        await options.afterInsert?.(range)
-        await consumer.commitOffsets([{ topic: b.topic, partition: b.partition, offset: (BigInt(range.last) + 1n).toString() }])
-        return { refused: refused.length }
-      })()
-      const entry: InFlight = { partition: range.partition, first: range.first, keys: prepared.keys, done, run }
-      pipeline.push(entry)
-      done.then(
-        () => void (pipeline[0] === entry && pipeline.shift()),
-        (err: unknown) => rewind(entry, err),
-      )
-      // The fetch position moves on; the commit follows the insert.
-      resolveOffset(range.last)
-      // Backpressure: one chunk inserting and this one waiting, no more.
-      const beating = setInterval(() => void beat().catch(() => {}), HEARTBEAT_MS)
-      await previous?.done.catch(() => {})
-      clearInterval(beating)
-      await beat()
+    if (b.messages.length === 0) return
+    const t = chunkThread()
+    // Whole records (one may hold a customer's events of a request) up to AGGREGATOR_MAX_ROWS events a chunk.
+    const fetch = await t.calls.fetch(...pack(b.messages), batch.aggregatorMaxRows)
+    let unjoined: number | undefined
+    try {
+      // (Each turn has its own `c`: the chunk's insert below reads it after the loop moved on.)
+      for (let c = await t.calls.next(fetch); c; c = await t.calls.next(fetch)) {
+        unjoined = c.id
+        const chunk = b.messages.slice(c.from, c.to)
+        const range = { partition: b.partition, first: chunk[0].offset, last: chunk[chunk.length - 1].offset }
+        let previous: InFlight | undefined
+        let prepared: ChunkRows
+        let current: number
+        do {
+          current = run
+          previous = pipeline.at(-1)
+          prepared = await prepare(t, c, previous?.thread === t ? previous.id : undefined)
+          // A failure meanwhile: the ids taken as stored were not; classify again.
+        } while (current !== run)
+        // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
+        if (stopping || !isRunning() || isStale()) return
+        const done = (async () => {
+          // A chunk is inserted only once the one before it is stored.
+          const before = await previous?.done
+          // Ids the previous chunk could not store after all were taken as stored: classify again.
+          const ready = before?.refused ? await prepare(t, c) : prepared
+          const refused = await storeRows(deps, chunkRows(t.calls, c.id, ready), `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, policy)
+          await deadLetter(b.topic, b.partition, b.messages, chunk, c.dead, refused)
+          deps.logger.debug({ ...range, ...ready.result, refused: refused.length }, 'usage batch stored')
+          await options.afterInsert?.(range)
+          await consumer.commitOffsets([{ topic: b.topic, partition: b.partition, offset: (BigInt(range.last) + 1n).toString() }])
+          return { refused: refused.length }
+        })()
+        const entry: InFlight = { partition: range.partition, first: range.first, thread: t, id: c.id, done, run }
+        pipeline.push(entry)
+        done.then(
+          () => void (pipeline[0] === entry && pipeline.shift()),
+          (err: unknown) => rewind(entry, err),
+        )
+        unjoined = undefined
+        // Its keys and records are needed until it is stored or given up.
+        void done.finally(() => t.calls.release(entry.id)).catch(() => {})
+        // The fetch position moves on; the commit follows the insert.
+        resolveOffset(range.last)
+        // Backpressure: one chunk inserting and this one waiting, no more.
+        const beating = setInterval(() => void beat().catch(() => {}), HEARTBEAT_MS)
+        await previous?.done.catch(() => {})
+        clearInterval(beating)
+        await beat()
+      }
+    } finally {
+      // Stopped with a chunk that did not join the pipeline, or before the last chunk: nothing else lets them go.
+      for (const id of [unjoined, fetch]) if (id !== undefined) void t.calls.release(id).catch(() => {})
     }
   }
 
@@ -202,5 +225,6 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     // Disconnect waits for the batch in hand; an uncommitted one is read again by the next member.
     await consumer.disconnect()
     await dlq.disconnect()
+    await thread?.close()
   }
 }

@@ -14,36 +14,42 @@ export interface EventKey {
 export const keyOf = (k: EventKey): string => `${k.tenantId}\u0000${k.environmentId}\u0000${k.id}`
 
 /**
- * Event ids by scope (tenant, environment). A chunk's events mostly share one scope: the last one's set is
- * kept at hand, so an event costs a lookup in a set of ids, not a joined key string.
+ * Event ids by scope (tenant, environment). A chunk's events mostly share one scope: the last scope asked
+ * about is kept at hand, found or not, so an event costs a lookup in a set of ids, not a joined key string
+ * (an empty or other-scope set of pending ids was asked with a new key string for every event).
  */
 export class EventIds {
   private readonly scopes = new Map<string, Set<string>>()
-  private last: { tenantId: string; environmentId: string; ids: Set<string> } | undefined
+  private lastTenant: string | undefined
+  private lastEnvironment: string | undefined
+  private lastIds: Set<string> | undefined
   size = 0
 
   private ids(k: EventKey, create: boolean): Set<string> | undefined {
-    const last = this.last
-    if (last?.tenantId === k.tenantId && last.environmentId === k.environmentId) return last.ids
-    const scope = `${k.tenantId}\u0000${k.environmentId}`
-    let ids = this.scopes.get(scope)
-    if (ids === undefined) {
-      if (!create) return undefined
-      ids = new Set()
-      this.scopes.set(scope, ids)
+    if (k.tenantId !== this.lastTenant || k.environmentId !== this.lastEnvironment) {
+      this.lastTenant = k.tenantId
+      this.lastEnvironment = k.environmentId
+      this.lastIds = this.scopes.size === 0 ? undefined : this.scopes.get(`${k.tenantId}\u0000${k.environmentId}`)
     }
-    this.last = { tenantId: k.tenantId, environmentId: k.environmentId, ids }
-    return ids
+    if (this.lastIds === undefined && create) {
+      this.lastIds = new Set()
+      this.scopes.set(`${k.tenantId}\u0000${k.environmentId}`, this.lastIds)
+    }
+    return this.lastIds
   }
 
   has(k: EventKey): boolean {
     return this.ids(k, false)?.has(k.id) ?? false
   }
 
-  add(k: EventKey): void {
+  /** Adds the key; false when it was already there (one set operation, not a lookup and then an add). */
+  add(k: EventKey): boolean {
     const ids = this.ids(k, true)!
-    if (!ids.has(k.id)) this.size++
+    const before = ids.size
     ids.add(k.id)
+    if (ids.size === before) return false
+    this.size++
+    return true
   }
 
   delete(k: EventKey): void {
@@ -51,31 +57,45 @@ export class EventIds {
   }
 }
 
-/**
- * The keys among `keys` already stored: one query for the whole batch, using the table's primary key, on
- * the reader (it runs beside the previous batch's insert). chDB binds the ids as one array parameter;
- * a server takes them in the SQL text (a parameter travels in the URL).
- */
-export async function storedKeys(ch: ClickHouse, keys: EventKey[]): Promise<EventIds> {
-  const stored = new EventIds()
-  if (keys.length === 0) return stored
-  const [idSet, tenants, envs] = [new Set<string>(), new Set<string>(), new Set<string>()]
+/** What the dedup lookup asks about: the ids of a batch and the scopes they come from. */
+export interface KeyLookup {
+  tenants: string[]
+  envs: string[]
+  ids: string[]
+}
+
+export function lookupOf(keys: EventKey[]): KeyLookup {
+  const [ids, tenants, envs] = [new Set<string>(), new Set<string>(), new Set<string>()]
   for (const k of keys) {
-    idSet.add(k.id)
+    ids.add(k.id)
     tenants.add(k.tenantId)
     envs.add(k.environmentId)
   }
-  const ids = [...idSet]
+  return { tenants: [...tenants], envs: [...envs], ids: [...ids] }
+}
+
+/**
+ * The keys of a lookup already stored, as (tenant, environment, id) rows: one query for the whole batch, using
+ * the table's primary key, on the reader (it runs beside the previous batch's insert). chDB binds the ids as one
+ * array parameter; a server takes them in the SQL text (a parameter travels in the URL).
+ */
+export async function storedRows(ch: ClickHouse, { tenants, envs, ids }: KeyLookup): Promise<[string, string, string][]> {
+  if (ids.length === 0) return []
   const rs = await ch.reader.query({
     query: `SELECT tenant_id, environment_id, event_id FROM event_ids
       WHERE tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}
         AND event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)}`,
-    query_params: { tenants: [...tenants], envs: [...envs], ...(ch.kind === 'chdb' ? { ids } : {}) },
+    query_params: { tenants, envs, ...(ch.kind === 'chdb' ? { ids } : {}) },
     format: 'JSONCompactEachRow',
     clickhouse_settings: LONG_QUERY,
   })
-  for (const [tenantId, environmentId, id] of await rs.json<[string, string, string]>()) stored.add({ tenantId, environmentId, id })
-  return stored
+  return rs.json<[string, string, string]>()
+}
+
+export function keysOf(rows: [string, string, string][]): EventIds {
+  const keys = new EventIds()
+  for (const [tenantId, environmentId, id] of rows) keys.add({ tenantId, environmentId, id })
+  return keys
 }
 
 export type Outcome =
@@ -106,25 +126,27 @@ function meterColumns(rows: UsageRow[]): string {
  * the properties as their JSON object, which ClickHouse stores as its text (input_format_json_read_objects_as_strings):
  * one stringify, not a second one quoting the first.
  */
-function batchLine(o: Outcome, expiresAt: string): string {
+export function batchLine(o: Outcome, expiresAt: string): string {
   const e = o.event
   const head = `${text(e.tenantId)},${text(e.environmentId)},${text(e.id)},${text(e.externalCustomerId ?? '')},${text(e.customerId ?? '')},${text(e.eventName ?? '')},${text(e.source ?? '')},${e.timestamp?.getTime() ?? 0},${e.receivedAt?.getTime() ?? 0}`
   if (o.kind !== 'stored') return `[${text(o.kind)},${head},"",${text(o.reason)},${expiresAt},[],[],[],[],[]]`
   return `["stored",${head},${text(e.properties)},"",${expiresAt},${meterColumns(o.rows)}]`
 }
 
+/** event_batches.expires_at of rows inserted now: the end of the dedup window. */
+export const expiresText = (dedupUntil: Date): string => text(chDateTime(dedupUntil).slice(0, 19))
+
 /**
- * One INSERT for the whole batch: the views fan it out to events, event_ids, meter_usage and event_drops.
- * The token makes a retry of the same batch a no-op in every target table.
+ * One INSERT for the whole batch (batchLine's lines, JSON escaping every newline inside one): the views fan it out to events, event_ids,
+ * meter_usage and event_drops. The token makes a retry of the same batch a no-op in every target table.
  */
-export async function insertBatch(ch: ClickHouse, outcomes: Outcome[], token: string, dedupUntil: Date): Promise<void> {
-  if (outcomes.length === 0) return
-  const expiresAt = text(chDateTime(dedupUntil).slice(0, 19))
+export async function insertBatch(ch: ClickHouse, rows: string | Uint8Array, token: string): Promise<void> {
+  if (rows.length === 0) return
   await ch.insertRaw({
     table: 'event_batches',
     columns: BATCH_COLUMNS,
     format: 'JSONCompactEachRow',
-    rows: outcomes.map((o) => batchLine(o, expiresAt)).join('\n'),
+    rows,
     settings: {
       insert_deduplication_token: token,
       deduplicate_blocks_in_dependent_materialized_views: 1,
@@ -135,6 +157,10 @@ export async function insertBatch(ch: ClickHouse, outcomes: Outcome[], token: st
       // The views fill their tables side by side rather than one after the other.
       parallel_view_processing: 1,
       input_format_json_read_objects_as_strings: 1,
+      // Parsed in one piece: a batch over 10 MiB (min_chunk_bytes_for_parallel_parsing; 50,000 events are ~12 MB)
+      // was cut into blocks parsed on several threads, each run through the views on its own: ~2 µs of CPU
+      // more per event on chDB (6 instead of 8), and more than one block per batch.
+      input_format_parallel_parsing: 0,
     },
   })
 }

@@ -28,8 +28,8 @@ export interface RawInsert {
   /** The columns the rows give, in their order (JSONCompactEachRow); absent: every column, by name. */
   columns?: readonly string[]
   format: 'JSONEachRow' | 'JSONCompactEachRow'
-  /** The rows, one a line. */
-  rows: string
+  /** The rows, one a line: text, or its UTF-8 bytes (chDB reads them without a copy). */
+  rows: string | Uint8Array
   settings: ClickHouseSettings
 }
 
@@ -49,7 +49,8 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
       clickhouse_settings: { async_insert: 0, output_format_json_quote_64bit_integers: 1 },
     })
     const insertRaw = async ({ table, columns, format, rows, settings }: RawInsert): Promise<void> => {
-      await client.command({ query: `INSERT INTO ${table}${columns ? ` (${columns.join(', ')})` : ''} FORMAT ${format}\n${rows}`, clickhouse_settings: settings })
+      const values = typeof rows === 'string' ? rows : Buffer.from(rows.buffer, rows.byteOffset, rows.byteLength).toString('utf8')
+      await client.command({ query: `INSERT INTO ${table}${columns ? ` (${columns.join(', ')})` : ''} FORMAT ${format}\n${values}`, clickhouse_settings: settings })
     }
     return { client, reader: client, kind: 'server', database, insertRaw, close: () => client.close() }
   }

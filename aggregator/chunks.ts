@@ -1,0 +1,331 @@
+// The Kafka consumer's events, held where they are decoded: on the decode thread (chunk-thread.ts), which
+// reads a fetch's records, cuts them into chunks, and for each chunk answers what the consumer's thread
+// needs to look ids up and to insert: the ids to look up, then the chunk's insert text as bytes. The events
+// never leave this thread; only ids, scopes, stored keys, meters and bytes cross (structured-cloning the
+// events would cost as much as decoding them again).
+import { Buffer } from 'node:buffer'
+import { Worker } from 'node:worker_threads'
+import { decodeRecord, type UsageEvent } from '../core/events.ts'
+import type { MeterRules } from '../core/meters.ts'
+import type { Scope } from '../core/scope.ts'
+import { candidatesOf, freshOf, outcomesOf, partToken, refusedRow, scopesOf, type BatchCounts, type BatchRows, type Candidates, type Rejected, type RefusedRow } from './outcomes.ts'
+import { batchLine, EventIds, keysOf, lookupOf, type KeyLookup, type Outcome } from './store.ts'
+
+/** A record element that is not an event, for the dead-letter topic. */
+export interface Dead {
+  /** The record's index in the fetch. */
+  record: number
+  /** The element as text. */
+  value: string
+  reason: string
+}
+
+/** A chunk as the consumer sees it: whole records up to `maxRows` events, and its elements that are not events. */
+export interface DecodedChunk {
+  id: number
+  /** Index in the fetch of its first record, and one past its last. */
+  from: number
+  to: number
+  dead: Dead[]
+  /** The scopes of its events: the meters to resolve them against. */
+  scopes: Scope[]
+}
+
+export interface ChunkRows {
+  /** The insert text, one line a row. */
+  rows: Uint8Array
+  size: number
+  result: BatchCounts
+}
+
+/** A fetch's record values: record i is bytes [ends[i - 1], ends[i]). */
+interface Fetch {
+  bytes: Buffer
+  ends: Uint32Array
+  maxRows: number
+  /** The next record to decode. */
+  next: number
+}
+
+interface Chunk {
+  fetch: Fetch
+  from: number
+  to: number
+  /** Decoded until prepared; the rare steps after (a refused row, preparing again) decode the records again. */
+  decoded?: Decoded
+  candidates?: Candidates
+  /** Once prepared: the ids it stores, which rows are which events, and what their lines were built with. */
+  keys?: EventIds
+  fresh?: Uint32Array
+  duplicates?: Uint32Array
+  rules?: Map<string, MeterRules[]>
+  expiresAt?: string
+}
+
+interface Decoded {
+  events: UsageEvent[]
+  rejected: Rejected[]
+  dead: Dead[]
+  to: number
+}
+
+/** Dead elements that still name their event are also recorded in ClickHouse, so the lookup can say why. */
+function rejectedOf(dead: { raw: unknown; reason: string }[]): Rejected[] {
+  return dead.flatMap(({ raw, reason }) => {
+    const r = (raw ?? {}) as Record<string, unknown>
+    const [id, tenantId, environmentId] = [r.id, r.tenant_id, r.environment_id]
+    return typeof id === 'string' && typeof tenantId === 'string' && typeof environmentId === 'string' ? [{ event: { id, tenantId, environmentId }, reason }] : []
+  })
+}
+
+/** Records from `from` on, up to `to` or until `maxRows` events and dead elements. */
+function decodeRecords({ bytes, ends }: Fetch, from: number, to: number, maxRows: number): Decoded {
+  const events: UsageEvent[] = []
+  const dead: (Dead & { raw: unknown })[] = []
+  let i = from
+  for (; i < to && events.length + dead.length < maxRows; i++) {
+    const text = bytes.toString('utf8', i === 0 ? 0 : ends[i - 1], ends[i])
+    if (text === '') {
+      dead.push({ record: i, value: '', raw: undefined, reason: 'empty record' })
+      continue
+    }
+    for (const d of decodeRecord(text)) {
+      if (d.ok) events.push(d.event)
+      else dead.push({ record: i, value: typeof d.raw === 'string' ? d.raw : JSON.stringify(d.raw), raw: d.raw, reason: d.reason })
+    }
+  }
+  return { events, rejected: rejectedOf(dead), dead: dead.map(({ record, value, reason }) => ({ record, value, reason })), to: i }
+}
+
+/**
+ * The indexes in `events` of `some` of them: fresh events keep the chunk's order, so one walk finds them
+ * without a map of every event; duplicates can come out of order (repeats within the chunk, then ids found
+ * stored), and are then mapped.
+ */
+function indexesOf(events: UsageEvent[], some: UsageEvent[]): Uint32Array {
+  const out = new Uint32Array(some.length)
+  let j = 0
+  for (let i = 0; i < events.length && j < some.length; i++) if (events[i] === some[j]) out[j++] = i
+  if (j === some.length) return out
+  const at = new Map(some.map((e, k) => [e, k]))
+  events.forEach((e, i) => {
+    const k = at.get(e)
+    if (k !== undefined) out[k] = i
+  })
+  return out
+}
+
+/**
+ * The insert text of outcomes as UTF-8, each line written into one growing buffer as it is built: neither
+ * the lines nor their joined text are held at once (they outlived young-generation collections, which then
+ * copied tens of megabytes a chunk). The buffer is the answer's own, so it moves to the consumer's thread.
+ */
+function encodeRows(outcomes: Outcome[], expiresAt: string): Uint8Array {
+  let buf = Buffer.allocUnsafeSlow(outcomes.length * 256 + 1024)
+  let at = 0
+  for (let i = 0; i < outcomes.length; i++) {
+    const line = batchLine(outcomes[i], expiresAt)
+    // A UTF-16 unit takes at most 3 bytes of UTF-8.
+    if (buf.length - at < line.length * 3 + 1) {
+      const bigger = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, at + line.length * 3 + 1))
+      buf.copy(bigger, 0, 0, at)
+      buf = bigger
+    }
+    if (i > 0) buf[at++] = 10
+    at += buf.write(line, at, 'utf8')
+  }
+  return new Uint8Array(buf.buffer.slice(0, at))
+}
+
+/**
+ * The decode thread's state: fetches and their chunks by id, from decode to release. A chunk's events live
+ * only from its decoding to its insert text (events kept across a chunk's insert cost more garbage
+ * collection than decoding the rare chunk again). Every method is synchronous.
+ */
+export class ChunkStore {
+  private readonly fetches = new Map<number, Fetch>()
+  private readonly chunks = new Map<number, Chunk>()
+  private lastId = 0
+
+  private chunk(id: number): Chunk {
+    const c = this.chunks.get(id)
+    if (!c) throw new Error(`chunk ${id} is not held`)
+    return c
+  }
+
+  /** Holds a fetch's records (`bytes`, record i ending at `ends[i]`), to be cut into chunks of up to `maxRows` events. */
+  fetch(bytes: Uint8Array, ends: Uint32Array, maxRows: number): number {
+    const id = ++this.lastId
+    this.fetches.set(id, { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), ends, maxRows, next: 0 })
+    return id
+  }
+
+  /** The fetch's next chunk: whole records up to its maxRows events; undefined (and the fetch let go) after the last. */
+  next(fetchId: number): DecodedChunk | undefined {
+    const fetch = this.fetches.get(fetchId)
+    if (!fetch) throw new Error(`fetch ${fetchId} is not held`)
+    if (fetch.next >= fetch.ends.length) {
+      // Its chunks still hold its bytes.
+      this.fetches.delete(fetchId)
+      return undefined
+    }
+    const from = fetch.next
+    const decoded = decodeRecords(fetch, from, fetch.ends.length, fetch.maxRows)
+    fetch.next = decoded.to
+    const id = ++this.lastId
+    this.chunks.set(id, { fetch, from, to: decoded.to, decoded })
+    return { id, from, to: decoded.to, dead: decoded.dead, scopes: scopesOf(decoded.events) }
+  }
+
+  private decoded(c: Chunk): Decoded {
+    c.decoded ??= decodeRecords(c.fetch, c.from, c.to, Number.POSITIVE_INFINITY)
+    return c.decoded
+  }
+
+  /**
+   * The ids of a chunk to look up: the first of each id, none of them in chunk `pending` (whose insert is in
+   * flight: its ids count as stored). Every call starts the chunk's classification afresh.
+   */
+  candidates(id: number, pending?: number): KeyLookup {
+    const c = this.chunk(id)
+    c.candidates = candidatesOf(this.decoded(c).events, (pending === undefined ? undefined : this.chunks.get(pending)?.keys) ?? new EventIds())
+    return lookupOf(c.candidates.candidates)
+  }
+
+  /** The chunk's outcomes once the lookup found `stored` (rows of tenant, environment, id), as insert text. */
+  prepare(id: number, stored: [string, string, string][], rules: Map<string, MeterRules[]>, expiresAt: string): ChunkRows {
+    const c = this.chunk(id)
+    if (!c.candidates) throw new Error(`chunk ${id} was not looked up`)
+    const { events, rejected } = this.decoded(c)
+    const { fresh, keys, duplicates } = freshOf(c.candidates, keysOf(stored))
+    const prepared = outcomesOf(fresh, keys, duplicates, rejected, rules)
+    Object.assign(c, {
+      decoded: undefined,
+      candidates: undefined,
+      keys,
+      fresh: indexesOf(events, fresh),
+      duplicates: indexesOf(events, duplicates),
+      rules,
+      expiresAt,
+    })
+    return { rows: encodeRows(prepared.outcomes, expiresAt), size: prepared.outcomes.length, result: prepared.result }
+  }
+
+  /** A prepared chunk's outcomes, from its records decoded again. */
+  private outcomes(id: number): { outcomes: Outcome[]; expiresAt: string } {
+    const c = this.chunk(id)
+    if (!c.fresh || !c.duplicates || !c.keys || !c.rules || c.expiresAt === undefined) throw new Error(`chunk ${id} was not prepared`)
+    const { events, rejected } = decodeRecords(c.fetch, c.from, c.to, Number.POSITIVE_INFINITY)
+    const of = (indexes: Uint32Array) => Array.from(indexes, (i) => events[i])
+    return { outcomes: outcomesOf(of(c.fresh), c.keys, of(c.duplicates), rejected, c.rules).outcomes, expiresAt: c.expiresAt }
+  }
+
+  partToken(id: number, token: string, from: number, to: number): string {
+    return partToken(token, this.outcomes(id).outcomes.slice(from, to))
+  }
+
+  refused(id: number, i: number, reason: string): RefusedRow {
+    const { outcomes, expiresAt } = this.outcomes(id)
+    return refusedRow(outcomes[i], reason, expiresAt)
+  }
+
+  /** Lets a chunk or a fetch go (ids are unique across both). */
+  release(id: number): void {
+    this.chunks.delete(id)
+    this.fetches.delete(id)
+  }
+
+  /** Chunks held: for tests, which check that every chunk is released. */
+  held(): number {
+    return this.chunks.size + this.fetches.size
+  }
+}
+
+/** The ChunkStore's methods as a thread offers them: each answers asynchronously. */
+export type ChunkCalls = { [K in keyof ChunkStore]: ChunkStore[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<R> : never }
+
+/**
+ * A prepared chunk's rows on the consumer's thread: the insert text as received, cut at newlines when a
+ * refused row splits it (JSON escapes every newline inside a row); the rest is asked of the decode thread.
+ */
+export function chunkRows(calls: Pick<ChunkCalls, 'partToken' | 'refused'>, id: number, prepared: ChunkRows): BatchRows {
+  let starts: number[] | undefined
+  const start = (i: number): number => {
+    if (!starts) {
+      starts = [0]
+      for (let at = prepared.rows.indexOf(10); at !== -1; at = prepared.rows.indexOf(10, at + 1)) starts.push(at + 1)
+    }
+    return starts[i]
+  }
+  const { rows, size } = prepared
+  return {
+    size,
+    // Without the newline ending the part.
+    text: (from, to) => (from === 0 && to === size ? rows : rows.subarray(start(from), to === size ? rows.length : start(to) - 1)),
+    partToken: (token, from, to) => calls.partToken(id, token, from, to),
+    refused: (i, reason) => calls.refused(id, i, reason),
+  }
+}
+
+type Reply = { id: number; value?: unknown; error?: string }
+
+export interface ChunkThread {
+  calls: ChunkCalls
+  /** Ends the thread; calls still waiting fail. */
+  close(): Promise<void>
+  /** Resolves when the thread has ended, for whatever reason. */
+  exited: Promise<void>
+}
+
+/** Array buffers an argument or answer owns whole (a fetch's bytes, a chunk's text): moved, not copied. */
+export function transferables(values: unknown[]): ArrayBuffer[] {
+  const out: ArrayBuffer[] = []
+  for (const v of values) {
+    for (const x of v !== null && typeof v === 'object' && !ArrayBuffer.isView(v) ? Object.values(v) : [v]) {
+      if (ArrayBuffer.isView(x) && x.buffer instanceof ArrayBuffer && x.byteOffset === 0 && x.byteLength === x.buffer.byteLength) out.push(x.buffer)
+    }
+  }
+  return out
+}
+
+/** Starts a decode thread (chunk-thread.ts) holding a ChunkStore. */
+export function startChunkThread(): ChunkThread {
+  const worker = new Worker(new URL('./chunk-thread.mjs', import.meta.url))
+  const waiting = new Map<number, { resolve(v: unknown): void; reject(err: Error): void }>()
+  let lastId = 0
+  let gone: Error | undefined
+  let failure: Error | undefined
+  worker.on('error', (err) => void (failure = err))
+  const exited = new Promise<void>((resolve) =>
+    worker.once('exit', (code) => {
+      gone = new Error(`the aggregator's decode thread exited with code ${code}${failure ? `: ${failure.message}` : ''}`)
+      for (const w of waiting.values()) w.reject(gone)
+      waiting.clear()
+      resolve()
+    }),
+  )
+  worker.on('message', (m: Reply) => {
+    const w = waiting.get(m.id)
+    waiting.delete(m.id)
+    if (m.error === undefined) w?.resolve(m.value)
+    else w?.reject(new Error(m.error))
+  })
+  const call =
+    (method: keyof ChunkStore) =>
+    (...args: unknown[]): Promise<unknown> => {
+      if (gone) return Promise.reject(gone)
+      const id = ++lastId
+      const answer = new Promise((resolve, reject) => waiting.set(id, { resolve, reject }))
+      worker.postMessage({ id, method, args }, transferables(args))
+      return answer
+    }
+  const methods: (keyof ChunkStore)[] = ['fetch', 'next', 'candidates', 'prepare', 'partToken', 'refused', 'release', 'held']
+  return {
+    calls: Object.fromEntries(methods.map((m) => [m, call(m)])) as ChunkCalls,
+    close: async () => {
+      await worker.terminate()
+      await exited
+    },
+    exited,
+  }
+}

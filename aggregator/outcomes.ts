@@ -1,0 +1,141 @@
+// The pure steps of the batch writer, run where the events are (the writer's thread in direct mode, the
+// consumer's decode thread in Kafka mode): which events are candidates (the first of their id in the batch,
+// none in flight), which of them are fresh once the lookup said which are stored, their meter rows, and
+// the batch as insert text that a refused row splits.
+import { createHash } from 'node:crypto'
+import type { UsageEvent } from '../core/events.ts'
+import { resolveEvent, type MeterRules } from '../core/meters.ts'
+import type { Scope } from '../core/scope.ts'
+import { scopeKey } from '../api/meters/service.ts'
+import { batchLine, EventIds, keyOf, type Outcome } from './store.ts'
+
+export interface Rejected {
+  event: Pick<UsageEvent, 'id' | 'tenantId' | 'environmentId'> & Partial<UsageEvent>
+  reason: string
+}
+
+/** A batch's events before the lookup: the first of each id not in `pending` (with their keys), and the repeats. */
+export interface Candidates {
+  candidates: UsageEvent[]
+  keys: EventIds
+  duplicates: UsageEvent[]
+}
+
+export interface BatchCounts {
+  stored: number
+  duplicates: number
+  rejected: number
+  /** Meter rows not written because the event lacked a usable value: (meter, reason) counts. */
+  skippedValues: number
+}
+
+/** A batch classified and resolved, ready to insert. */
+export interface PreparedBatch {
+  outcomes: Outcome[]
+  /** Keys of the events it stores: a batch prepared while this one is in flight treats them as stored. */
+  keys: EventIds
+  result: BatchCounts
+}
+
+// A chunk's events mostly share their scope: its key is built when the scope changes, not for each event.
+const sameScope = (a: UsageEvent | undefined, b: UsageEvent): boolean => a?.tenantId === b.tenantId && a.environmentId === b.environmentId
+
+/** The scopes of events, each once: the meters to resolve them against are read by scope. */
+export function scopesOf(events: UsageEvent[]): Scope[] {
+  const scopes = new Map<string, Scope>()
+  let last: UsageEvent | undefined
+  for (const e of events) {
+    if (sameScope(last, e)) continue
+    last = e
+    scopes.set(scopeKey(e.tenantId, e.environmentId), { tenantId: e.tenantId, environmentId: e.environmentId })
+  }
+  return [...scopes.values()]
+}
+
+/** Repeats of an id earlier in the batch or in `pending` (a batch whose insert is in flight) are duplicates. */
+export function candidatesOf(events: UsageEvent[], pending: EventIds): Candidates {
+  const keys = new EventIds()
+  const candidates: UsageEvent[] = []
+  const duplicates: UsageEvent[] = []
+  for (const e of events) {
+    if (!pending.has(e) && keys.add(e)) candidates.push(e)
+    else duplicates.push(e)
+  }
+  return { candidates, keys, duplicates }
+}
+
+/** The candidates the lookup did not find stored; the others join the duplicates. */
+export function freshOf({ candidates, keys, duplicates }: Candidates, stored: EventIds): { fresh: UsageEvent[]; keys: EventIds; duplicates: UsageEvent[] } {
+  if (stored.size === 0) return { fresh: candidates, keys, duplicates }
+  const fresh: UsageEvent[] = []
+  for (const e of candidates) {
+    if (!stored.has(e)) fresh.push(e)
+    else {
+      keys.delete(e)
+      duplicates.push(e)
+    }
+  }
+  return { fresh, keys, duplicates }
+}
+
+/** Fresh events with their meter rows (rules by scopeKey), then the duplicates and the rejected, as outcomes. */
+export function outcomesOf(fresh: UsageEvent[], keys: EventIds, duplicates: UsageEvent[], rejected: Rejected[], rules: Map<string, MeterRules[]>): PreparedBatch {
+  let skippedValues = 0
+  let scope: UsageEvent | undefined
+  let meters: MeterRules[] = []
+  const outcomes: Outcome[] = fresh.map((event) => {
+    if (!sameScope(scope, event)) {
+      scope = event
+      meters = rules.get(scopeKey(event.tenantId, event.environmentId)) ?? []
+    }
+    const { rows, skipped } = resolveEvent(meters, event)
+    skippedValues += skipped.length
+    return { kind: 'stored', event, rows }
+  })
+  for (const event of duplicates) outcomes.push({ kind: 'duplicate', event, reason: 'an event with this id is already stored' })
+  for (const r of rejected) outcomes.push({ kind: 'rejected', event: r.event, reason: r.reason })
+  return { outcomes, keys, result: { stored: fresh.length, duplicates: duplicates.length, rejected: rejected.length, skippedValues } }
+}
+
+/** A row ClickHouse refused, alone: its kind and id, and for an event meant to be stored, the event and the row recording why. */
+export interface RefusedRow {
+  kind: Outcome['kind']
+  id: string
+  stored?: { event: UsageEvent; drop: string }
+}
+
+/** A batch's rows as insert text, and what splitting them around a refused row needs. */
+export interface BatchRows {
+  size: number
+  /** Rows [from, to) as insert text. */
+  text(from: number, to: number): string | Uint8Array
+  /** The token of rows [from, to) of a batch whose token is `token`: derived from their events, so a split redone after a crash finds it again. */
+  partToken(token: string, from: number, to: number): string | Promise<string>
+  refused(i: number, reason: string): RefusedRow | Promise<RefusedRow>
+}
+
+export function partToken(token: string, outcomes: Outcome[]): string {
+  const h = createHash('sha256')
+  for (const o of outcomes) h.update(`${o.kind}\u0000${keyOf(o.event)}\u0001`)
+  return `${token}/${h.digest('hex').slice(0, 32)}`
+}
+
+export function refusedRow(o: Outcome, reason: string, expiresAt: string): RefusedRow {
+  // Only an event meant to be stored is lost: a refused duplicate's original is stored, and a refused
+  // rejection is already on the dead-letter topic.
+  if (o.kind !== 'stored') return { kind: o.kind, id: o.event.id }
+  // The lookup learns why from a row of the id and instants alone.
+  const { id, tenantId, environmentId, timestamp, receivedAt } = o.event
+  return { kind: o.kind, id, stored: { event: o.event, drop: batchLine({ kind: 'rejected', event: { id, tenantId, environmentId, timestamp, receivedAt }, reason }, expiresAt) } }
+}
+
+/** The rows of outcomes in this thread, one line each. */
+export function outcomeRows(outcomes: Outcome[], expiresAt: string): BatchRows {
+  const lines = outcomes.map((o) => batchLine(o, expiresAt))
+  return {
+    size: lines.length,
+    text: (from, to) => (from === 0 && to === lines.length ? lines.join('\n') : lines.slice(from, to).join('\n')),
+    partToken: (token, from, to) => partToken(token, outcomes.slice(from, to)),
+    refused: (i, reason) => refusedRow(outcomes[i], reason, expiresAt),
+  }
+}
