@@ -162,10 +162,14 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     heartbeat = beat
     if (b.messages.length === 0) return
     const t = chunkThread()
+    // Heartbeats go on for the whole fetch (decoding, lookups and the wait for the insert before a chunk): a
+    // large fetch on busy cores can take longer than the session, and a member dropped at every fetch never commits.
+    const beating = setInterval(() => void beat().catch(() => {}), HEARTBEAT_MS)
     // Whole records (one may hold a customer's events of a request) up to AGGREGATOR_MAX_ROWS events a chunk.
-    const fetch = await t.calls.fetch(...pack(b.messages), batch.aggregatorMaxRows)
+    let fetch: number | undefined
     let unjoined: number | undefined
     try {
+      fetch = await t.calls.fetch(...pack(b.messages), batch.aggregatorMaxRows)
       // (Each turn has its own `c`: the chunk's insert below reads it after the loop moved on.)
       for (let c = await t.calls.next(fetch); c; c = await t.calls.next(fetch)) {
         unjoined = c.id
@@ -206,12 +210,11 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
         // The fetch position moves on; the commit follows the insert.
         resolveOffset(range.last)
         // Backpressure: one chunk inserting and this one waiting, no more.
-        const beating = setInterval(() => void beat().catch(() => {}), HEARTBEAT_MS)
         await previous?.done.catch(() => {})
-        clearInterval(beating)
         await beat()
       }
     } finally {
+      clearInterval(beating)
       // Stopped with a chunk that did not join the pipeline, or before the last chunk: nothing else lets them go.
       for (const id of [unjoined, fetch]) if (id !== undefined) void t.calls.release(id).catch(() => {})
     }
