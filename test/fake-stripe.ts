@@ -5,12 +5,41 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
+/** Form fields as Stripe takes them: `metadata[k]=v` nested one level. */
+export type Form = Record<string, string> & { metadata?: Record<string, string> }
+
+export interface FakeCustomer {
+  id: string
+  object: 'customer'
+  name?: string
+  email?: string
+  metadata?: Record<string, string>
+  invoice_settings: { default_payment_method: string | null }
+  declines?: boolean
+}
+
+export interface FakeInvoice {
+  id: string
+  object: 'invoice'
+  customer: string
+  currency: string
+  collection_method: string
+  days_until_due?: string
+  metadata: Record<string, string>
+  status: 'draft' | 'open' | 'paid'
+  /** Minor units, as Stripe counts them. */
+  amount_due: number
+  amount_paid: number
+  lines: { amount: number; description: string; currency: string }[]
+  hosted_invoice_url?: string
+}
+
 export interface FakeStripe {
   url: string
-  customers: Map<string, any>
-  invoices: Map<string, any>
+  customers: Map<string, FakeCustomer>
+  invoices: Map<string, FakeInvoice>
   /** Every request: method, path and form fields. */
-  requests: { method: string; path: string; form: Record<string, any> }[]
+  requests: { method: string; path: string; form: Form }[]
   /** While set, every request answers 503. */
   down: boolean
   /** Requests whose path ends with this answer 500 (e.g. '/finalize'). */
@@ -20,22 +49,22 @@ export interface FakeStripe {
 }
 
 /** Stripe's form fields with metadata[k]=v nested. */
-function parseForm(text: string): Record<string, any> {
-  const out: Record<string, any> = {}
+function parseForm(text: string): Form {
+  const out: Record<string, string | Record<string, string>> = {}
   for (const [k, v] of new URLSearchParams(text)) {
     const nested = /^(\w+)\[(\w+)\]$/.exec(k)
-    if (nested) (out[nested[1]] ??= {})[nested[2]] = v
+    if (nested) ((out[nested[1]] ??= {}) as Record<string, string>)[nested[2]] = v
     else out[k] = v
   }
-  return out
+  return out as Form
 }
 
 export async function startFakeStripe(secretKey: string): Promise<FakeStripe> {
   let seq = 0
   const cache = new Map<string, { status: number; body: unknown }>()
   const fake = {
-    customers: new Map<string, any>(),
-    invoices: new Map<string, any>(),
+    customers: new Map<string, FakeCustomer>(),
+    invoices: new Map<string, FakeInvoice>(),
     requests: [],
     down: false,
     failOn: undefined,
@@ -46,7 +75,7 @@ export async function startFakeStripe(secretKey: string): Promise<FakeStripe> {
 
   const error = (status: number, message: string, type = 'invalid_request_error') => ({ status, body: { error: { message, type } } })
 
-  function handle(method: string, path: string, form: Record<string, any>): { status: number; body: unknown } {
+  function handle(method: string, path: string, form: Form): { status: number; body: unknown } {
     let m: RegExpExecArray | null
     if (method === 'POST' && path === '/v1/customers') {
       const id = `cus_fake${++seq}`
@@ -78,7 +107,7 @@ export async function startFakeStripe(secretKey: string): Promise<FakeStripe> {
         Object.assign(inv, { status: 'open', hosted_invoice_url: `https://invoice.stripe.test/i/${inv.id}` })
         return { status: 200, body: inv }
       }
-      const customer = fake.customers.get(inv.customer)
+      const customer = fake.customers.get(inv.customer)!
       if (!customer.invoice_settings.default_payment_method) return error(400, 'The customer has no payment method')
       if (customer.declines) return error(402, 'Your card was declined.', 'card_error')
       Object.assign(inv, { status: 'paid', amount_paid: inv.amount_due })

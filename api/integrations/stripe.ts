@@ -13,7 +13,26 @@ const TIMEOUT_MS = 15_000
 const DAY_MS = 86_400_000
 
 type Params = Record<string, string | number | boolean | Record<string, string> | undefined>
-type StripeObject = Record<string, any>
+/** The fields of Stripe's answers this adapter reads, unchecked until read (Stripe's JSON, or a proxy's). */
+interface StripeObject {
+  id?: unknown
+  status?: unknown
+  hosted_invoice_url?: unknown
+  default_source?: unknown
+  invoice_settings?: { default_payment_method?: unknown }
+  error?: { message?: string; type?: string }
+}
+
+/** The fields of a Stripe event this adapter reads. */
+interface StripeEvent {
+  id?: unknown
+  type?: unknown
+  data?: {
+    object?: { id?: unknown; currency?: unknown; amount_paid?: unknown; amount_received?: unknown; invoice?: unknown; metadata?: { meterbill_invoice_id?: unknown } }
+  }
+}
+
+const isInteger = (v: unknown): v is number => Number.isInteger(v)
 
 /** application/x-www-form-urlencoded with Stripe's nesting: metadata[key]=value. */
 function form(params: Params): string {
@@ -79,9 +98,10 @@ async function push(connection: ProviderConnection, { invoice, items, customer, 
     },
     key('create'),
   )
-  const stripeInvoice = encodeURIComponent(created.id as string)
+  const createdId = created.id as string
+  const stripeInvoice = encodeURIComponent(createdId)
   for (const [i, item] of items.entries()) {
-    await call(connection, 'POST', '/v1/invoiceitems', { customer: customerId, invoice: created.id, currency, amount: toMinor(item.amount, invoice.currency), description: item.description }, key(`item-${i}`))
+    await call(connection, 'POST', '/v1/invoiceitems', { customer: customerId, invoice: createdId, currency, amount: toMinor(item.amount, invoice.currency), description: item.description }, key(`item-${i}`))
   }
   let final = await call(connection, 'POST', `/v1/invoices/${stripeInvoice}/finalize`, { auto_advance: false }, key('finalize'))
   let paymentError: string | null = null
@@ -96,7 +116,7 @@ async function push(connection: ProviderConnection, { invoice, items, customer, 
   }
   const paid = final.status === 'paid'
   return {
-    provider_invoice_id: created.id as string,
+    provider_invoice_id: createdId,
     provider_customer_id: customerId,
     collection_method: automatic ? 'charge_automatically' : 'send_invoice',
     provider_status: String(final.status),
@@ -107,20 +127,20 @@ async function push(connection: ProviderConnection, { invoice, items, customer, 
 
 /** invoice.paid (the Stripe invoice we pushed, paid in full) and payment_intent.succeeded (an invoice's or a standalone payment). */
 function parse(rawBody: string): ProviderNotification | undefined {
-  let event: StripeObject
+  let event: StripeEvent
   try {
-    event = JSON.parse(rawBody) as StripeObject
+    event = JSON.parse(rawBody) as StripeEvent
   } catch {
     return undefined
   }
-  const object = event?.data?.object as StripeObject | undefined
+  const object = event?.data?.object
   if (typeof event?.id !== 'string' || typeof event.type !== 'string' || !object || typeof object !== 'object') return undefined
-  const ours = typeof object.metadata?.meterbill_invoice_id === 'string' ? (object.metadata.meterbill_invoice_id as string) : null
+  const ours = typeof object.metadata?.meterbill_invoice_id === 'string' ? object.metadata.meterbill_invoice_id : null
   const currency = typeof object.currency === 'string' ? object.currency.toUpperCase() : undefined
-  if (event.type === 'invoice.paid' && typeof object.id === 'string' && currency && Number.isInteger(object.amount_paid)) {
+  if (event.type === 'invoice.paid' && typeof object.id === 'string' && currency && isInteger(object.amount_paid)) {
     return { id: event.id, type: event.type, payment: { invoice_id: ours, provider_invoice_id: object.id, reference: object.id, amount: fromMinor(object.amount_paid, currency), currency } }
   }
-  if (event.type === 'payment_intent.succeeded' && typeof object.id === 'string' && currency && Number.isInteger(object.amount_received)) {
+  if (event.type === 'payment_intent.succeeded' && typeof object.id === 'string' && currency && isInteger(object.amount_received)) {
     // A payment intent of a Stripe invoice names it: its payment is the invoice's, told twice.
     const stripeInvoice = typeof object.invoice === 'string' ? object.invoice : null
     return { id: event.id, type: event.type, payment: { invoice_id: ours, provider_invoice_id: stripeInvoice, reference: stripeInvoice ?? object.id, amount: fromMinor(object.amount_received, currency), currency } }
