@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { customer, eventsOf } from '../../test/catalog.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
+import type { CustomerWire, InvoiceWire } from '../../test/wire.ts'
 
 let h: Harness
-let cus: any
+let cus: CustomerWire
 const clock = fixedClock('2024-05-10T12:00:00Z')
 
 beforeAll(async () => {
@@ -44,7 +45,7 @@ async function finalizedNote(invoiceId: string, lines: [string, string][]) {
   return fin.body
 }
 
-const amounts = (i: any) => [i.adjustment_amount, i.amount_due, i.amount_paid, i.amount_remaining, i.payment_status]
+const amounts = (i: InvoiceWire) => [i.adjustment_amount, i.amount_due, i.amount_paid, i.amount_remaining, i.payment_status]
 
 describe('voiding a finalized ADJUSTMENT', () => {
   it('takes it back from the invoice, frees the amount for a new note for the full 147.73, and is final', async () => {

@@ -8,6 +8,7 @@ import { customer, fixedPrice, plan, usagePrice } from '../../test/catalog.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { readyMeter, send } from '../../test/usage-helpers.ts'
 import { newWallet } from '../../test/wallets.ts'
+import type { InvoiceWire, LineItemWire, SubscriptionWire } from '../../test/wire.ts'
 
 let h: Harness
 const clock = fixedClock('2024-04-20T00:00:00Z')
@@ -24,8 +25,8 @@ afterAll(() => h?.stop())
 
 const post = (path: string, body?: unknown) => h.http('POST', path, { body })
 const at = (start: string, n: number) => Array.from({ length: n }, (_, i) => new Date(Date.parse(start) + i * 1000).toISOString())
-const lines = (i: any) => i.line_items.map((l: any) => [l.display_name, l.quantity, l.amount])
-const info = (l: any) => l.commitment_info && [l.commitment_info.amount, l.commitment_info.computed_commitment_utilized_amount, l.commitment_info.computed_overage_amount, l.commitment_info.computed_true_up_amount]
+const lines = (i: InvoiceWire) => i.line_items.map((l) => [l.display_name, l.quantity, l.amount])
+const info = (l: LineItemWire) => l.commitment_info && [l.commitment_info.amount, l.commitment_info.computed_commitment_utilized_amount, l.commitment_info.computed_overage_amount, l.commitment_info.computed_true_up_amount]
 
 /** A subscription from 1 April with `calls` calls on 12 April. */
 async function committed(calls: number, body: Record<string, unknown>, plan = planId) {
@@ -39,7 +40,7 @@ async function committed(calls: number, body: Record<string, unknown>, plan = pl
 const cycleInvoice = async (subId: string) => (await h.http('GET', `/v1/invoices?subscription_id=${subId}&billing_reason=SUBSCRIPTION_CYCLE`)).body.items[0]
 
 describe('subscription commitment (commitment_amount, overage_factor, enable_true_up)', () => {
-  let below: any, belowNoTrueUp: any, above: any, partial: any
+  let below: SubscriptionWire, belowNoTrueUp: SubscriptionWire, above: SubscriptionWire, partial: SubscriptionWire
 
   beforeAll(async () => {
     below = await committed(300, { commitment_amount: '100.00', enable_true_up: true })
@@ -119,7 +120,7 @@ describe('subscription commitment (commitment_amount, overage_factor, enable_tru
 })
 
 describe('commitments on a parent invoice and with prepaid credits', () => {
-  let child: any, parent: any, prepaid: any
+  let child: SubscriptionWire, parent: SubscriptionWire, prepaid: SubscriptionWire
 
   beforeAll(async () => {
     // Billed on 2 May, as above (the clock is there), for April.
@@ -148,7 +149,7 @@ describe('commitments on a parent invoice and with prepaid credits', () => {
       ['100', '0', '0', '70'],
     ])
     // The child's lines name it and its customer, and it is billed nowhere else.
-    expect(invoice.line_items.map((l: any) => [l.subscription_id, l.customer_id])).toEqual([
+    expect(invoice.line_items.map((l: LineItemWire) => [l.subscription_id, l.customer_id])).toEqual([
       [parent.id, parent.customer_id],
       [child.id, child.customer_id],
       [child.id, child.customer_id],
@@ -168,6 +169,6 @@ describe('commitments on a parent invoice and with prepaid credits', () => {
       ['100', '0', '0', '70'],
     ])
     // Paid in line order: the 30.00 of usage, then 20.00 of the true-up.
-    expect(invoice.line_items.map((l: any) => l.prepaid_credits_applied)).toEqual(['30', '20'])
+    expect(invoice.line_items.map((l: LineItemWire) => l.prepaid_credits_applied)).toEqual(['30', '20'])
   })
 })

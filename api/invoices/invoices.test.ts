@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { customer, eventsOf } from '../../test/catalog.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
+import type { CustomerWire, InvoiceWire, LineItemWire } from '../../test/wire.ts'
 
 /** The PDF's text as a reader sees it, a line per text line (pdf.js, so no system tool is needed). */
 async function pdfText(bytes: Buffer): Promise<string> {
@@ -23,7 +24,7 @@ async function pdfText(bytes: Buffer): Promise<string> {
 }
 
 let h: Harness
-let cus: any
+let cus: CustomerWire
 const clock = fixedClock('2024-05-10T12:00:00Z')
 
 beforeAll(async () => {
@@ -58,7 +59,7 @@ describe('creating one-off invoices', () => {
     expect([inv.invoice_status, inv.payment_status, inv.invoice_type, inv.billing_reason]).toEqual(['DRAFT', 'PENDING', 'ONE_OFF', 'MANUAL'])
     expect([inv.subtotal, inv.total, inv.amount_due, inv.amount_remaining, inv.invoice_number]).toEqual(['147.73', '147.73', '147.73', '147.73', null])
     expect(inv.customer.id).toBe(cus.id)
-    expect(inv.line_items.map((l: any) => [l.display_name, l.amount])).toEqual([
+    expect(inv.line_items.map((l: LineItemWire) => [l.display_name, l.amount])).toEqual([
       ['Pro plan', '49'],
       ['Storage (GB)', '98.73'],
     ])
@@ -111,7 +112,7 @@ describe('finalizing and paying', () => {
     const results = await Promise.all(drafts.flatMap((d) => [post(`/v1/invoices/${d.id}/finalize`), post(`/v1/invoices/${d.id}/finalize`)]))
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 400, 400, 400])
     const list = await h.http('GET', '/v1/invoices?invoice_status=FINALIZED&limit=1000')
-    const numbers = list.body.items.map((i: any) => Number(i.invoice_number.slice(-5))).sort((x: number, y: number) => x - y)
+    const numbers = list.body.items.map((i: InvoiceWire) => Number(i.invoice_number.slice(-5))).sort((x: number, y: number) => x - y)
     expect(numbers).toEqual(numbers.map((_: number, i: number) => i + 1))
   })
 
@@ -158,15 +159,15 @@ describe('coupons and taxes on one invoice (docs/billing.md, the USD worked exam
       tax_rate_overrides: [{ tax_rate_code: 'TAX_US', currency: 'USD' }],
     })
     expect([inv.subtotal, inv.total_discount, inv.total_tax, inv.total]).toEqual(['147.73', '14.87', '10.96', '143.82'])
-    expect(inv.line_items.map((l: any) => [l.line_item_discount, l.invoice_level_discount, l.tax_amount])).toEqual([
+    expect(inv.line_items.map((l: LineItemWire) => [l.line_item_discount, l.invoice_level_discount, l.tax_amount])).toEqual([
       ['0', '1.78', '3.9'],
       ['9.87', '3.22', '7.06'],
     ])
-    expect(inv.coupon_applications.map((a: any) => [a.coupon_id, a.discounted_amount, a.original_price, a.final_price])).toEqual([
+    expect(inv.coupon_applications.map((a: InvoiceWire['coupon_applications'][number]) => [a.coupon_id, a.discounted_amount, a.original_price, a.final_price])).toEqual([
       [pct.id, '9.87', '98.73', '88.86'],
       [off.id, '5', '137.86', '132.86'],
     ])
-    expect(inv.taxes.map((t: any) => [t.taxable_amount, t.tax_amount, t.tax_rate.code])).toEqual([['132.86', '10.96', 'TAX_US']])
+    expect(inv.taxes.map((t: InvoiceWire['taxes'][number]) => [t.taxable_amount, t.tax_amount, t.tax_rate.code])).toEqual([['132.86', '10.96', 'TAX_US']])
     // The fixed coupon had one redemption: a second invoice cannot take it.
     const again = await post('/v1/invoices', oneOff({ coupons: [off.id] }))
     expect([again.status, again.body.code]).toEqual([400, 'invalid_operation'])
@@ -225,6 +226,6 @@ describe('credit notes', () => {
     const results = await Promise.all([post('/v1/creditnotes', body), post('/v1/creditnotes', body)])
     expect(results.map((r) => r.status).sort()).toEqual([201, 400])
     const notes = await h.http('GET', `/v1/creditnotes?invoice_id=${inv.id}`)
-    expect(notes.body.items.map((n: any) => n.total_amount)).toEqual(['98.73'])
+    expect(notes.body.items.map((n: { total_amount: string }) => n.total_amount)).toEqual(['98.73'])
   })
 })

@@ -5,6 +5,7 @@ import { fixedClock } from '../../core/clock.ts'
 import { customer, fixedPrice, plan, usagePrice } from '../../test/catalog.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { readyMeter, send, usage } from '../../test/usage-helpers.ts'
+import type { CustomerWire, InvoiceWire, LineItemWire, Page, SubscriptionWire } from '../../test/wire.ts'
 
 let h: Harness
 const clock = fixedClock('2024-04-02T00:00:00Z')
@@ -16,13 +17,13 @@ afterAll(() => h?.stop())
 
 const post = (path: string, body?: unknown) => h.http('POST', path, { body })
 const invoicesOf = async (subId: string) =>
-  (await h.http('GET', `/v1/invoices?subscription_id=${subId}&limit=100`)).body.items.sort((a: any, b: any) => a.billing_sequence - b.billing_sequence)
-const lines = (i: any) => Object.fromEntries(i.line_items.map((l: any) => [l.display_name, [l.quantity, l.amount]]))
+  (await h.http<Page<InvoiceWire>>('GET', `/v1/invoices?subscription_id=${subId}&limit=100`)).body.items.sort((a, b) => a.billing_sequence - b.billing_sequence)
+const lines = (i: InvoiceWire) => Object.fromEntries(i.line_items.map((l) => [l.display_name, [l.quantity, l.amount]]))
 
 describe('reset_usage NEVER next to BILLING_PERIOD', () => {
-  let sub: any
+  let sub: SubscriptionWire
   let storage: string
-  let cus: any
+  let cus: CustomerWire
 
   beforeAll(async () => {
     storage = await readyMeter(h, { name: 'Storage', event_name: 'storage', aggregation: { type: 'SUM', field: 'gb' }, reset_usage: 'NEVER' })
@@ -64,17 +65,17 @@ describe('reset_usage NEVER next to BILLING_PERIOD', () => {
     expect(lines(march)).toEqual({ 'Storage GB': ['20.5', '10.25'], Calls: ['2', '0.2'], Platform: ['1', '10'] })
     expect(march.total).toBe('20.45')
     // The line's usage analytics explain the billed 20.5 GB, not March's own 8.5.
-    const expanded = (await h.http('GET', `/v1/invoices/${march.id}?expand=usage_analytics`)).body
-    const storageLine = expanded.line_items.find((l: any) => l.display_name === 'Storage GB')
-    expect(storageLine.usage_analytics.map((a: any) => [a.usage, a.cost])).toEqual([['20.5', '10.25']])
+    const expanded = (await h.http<InvoiceWire>('GET', `/v1/invoices/${march.id}?expand=usage_analytics`)).body
+    const storageLine = expanded.line_items.find((l) => l.display_name === 'Storage GB')!
+    expect(storageLine.usage_analytics!.map((a) => [a.usage, a.cost])).toEqual([['20.5', '10.25']])
   })
 
   it('previews April with everything stored up to now', async () => {
     const preview = await post('/v1/invoices/preview', { subscription_id: sub.id })
     expect(preview.status, JSON.stringify(preview.body)).toBe(200)
     // 20.5 + 100 = 120.5 GB × 0.50 = 60.25; one call on April 1.
-    const usageLines = preview.body.line_items.filter((l: any) => l.price_type === 'USAGE')
-    expect(Object.fromEntries(usageLines.map((l: any) => [l.display_name, [l.quantity, l.amount]]))).toEqual({ 'Storage GB': ['120.5', '60.25'], Calls: ['1', '0.1'] })
+    const usageLines = preview.body.line_items.filter((l: LineItemWire) => l.price_type === 'USAGE')
+    expect(Object.fromEntries(usageLines.map((l: LineItemWire) => [l.display_name, [l.quantity, l.amount]]))).toEqual({ 'Storage GB': ['120.5', '60.25'], Calls: ['1', '0.1'] })
   })
 
   it('the usage query answers the range it is asked, whatever reset_usage says', async () => {

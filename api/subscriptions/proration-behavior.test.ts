@@ -18,6 +18,7 @@ import { fixedClock } from '../../core/clock.ts'
 import { D, sumMoney } from '../../core/money.ts'
 import { customer, eventsOf, fixedPrice, plan } from '../../test/catalog.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
+import type { InvoiceWire, LineItemWire, Page, ProrationLineWire, SubscriptionLineItemWire, SubscriptionWire } from '../../test/wire.ts'
 
 let h: Harness
 const clock = fixedClock('2024-04-11T00:00:00Z')
@@ -43,11 +44,11 @@ const runAt = async (iso: string) => {
   return run()
 }
 const invoicesOf = async (subId: string) =>
-  (await h.http('GET', `/v1/invoices?subscription_id=${subId}&sort=created_at&order=asc&limit=100`)).body.items as any[]
-const brief = (i: any) => [i.billing_reason, i.period_start.slice(0, 10), i.period_end.slice(0, 10), i.invoice_status, i.total]
-const lines = (i: any) => i.line_items.map((l: any) => [l.display_name, l.quantity, l.amount])
+  (await h.http<Page<InvoiceWire>>('GET', `/v1/invoices?subscription_id=${subId}&sort=created_at&order=asc&limit=100`)).body.items
+const brief = (i: InvoiceWire) => [i.billing_reason, i.period_start.slice(0, 10), i.period_end.slice(0, 10), i.invoice_status, i.total]
+const lines = (i: InvoiceWire) => i.line_items.map((l) => [l.display_name, l.quantity, l.amount])
 const billed = async (id: string) => sumMoney((await invoicesOf(id)).map((i) => new D(i.subtotal))).toFixed()
-const upgrade = (sub: any, proration_behavior?: string) => ({
+const upgrade = (sub: SubscriptionWire, proration_behavior?: string) => ({
   type: 'quantity_change',
   quantity_change_params: { line_items: [{ id: sub.line_items[0].id, quantity: '3' }], ...(proration_behavior && { proration_behavior }) },
 })
@@ -64,7 +65,7 @@ async function seats(body: Record<string, unknown> = {}) {
 }
 
 /** Preview, then execute: the change and its proration lines are the ones announced. */
-async function change(sub: any, behavior?: string) {
+async function change(sub: SubscriptionWire, behavior?: string) {
   const preview = await post(`/v1/subscriptions/${sub.id}/modify/preview`, upgrade(sub, behavior))
   expect(preview.status, JSON.stringify(preview.body)).toBe(200)
   const done = await post(`/v1/subscriptions/${sub.id}/modify/execute`, upgrade(sub, behavior))
@@ -74,8 +75,8 @@ async function change(sub: any, behavior?: string) {
 }
 
 describe('proration_behavior on a quantity change', () => {
-  const subs: Record<string, any> = {}
-  const changes: Record<string, any> = {}
+  const subs: Record<string, SubscriptionWire> = {}
+  const changes: Record<string, Awaited<ReturnType<typeof change>>> = {}
 
   beforeAll(async () => {
     subs.create = await seats()
@@ -94,7 +95,7 @@ describe('proration_behavior on a quantity change', () => {
 
   it('create_prorations: the lines wait for the next invoice; nothing is invoiced now', async () => {
     const { preview, done } = changes.create
-    expect(done.proration.lines.map((l: any) => [l.description, l.amount])).toEqual([
+    expect(done.proration.lines.map((l: ProrationLineWire) => [l.description, l.amount])).toEqual([
       ['Unused time on Seat from 2024-04-11', '-20.00'],
       ['Remaining time on Seat from 2024-04-11', '60.00'],
     ])
@@ -112,13 +113,13 @@ describe('proration_behavior on a quantity change', () => {
     expect([done.invoice.billing_reason, done.invoice.invoice_status, done.invoice.subtotal, done.invoice.total_tax, done.invoice.total]).toEqual(['SUBSCRIPTION_UPDATE', 'FINALIZED', '40', '4', '44'])
     expect(done.invoice.invoice_number).toMatch(/^INV-202404-/)
     expect(lines(done.invoice)).toEqual([UNUSED, REMAINING])
-    expect(done.invoice.line_items.map((l: any) => [l.period_start, l.period_end])).toEqual([
+    expect(done.invoice.line_items.map((l: LineItemWire) => [l.period_start, l.period_end])).toEqual([
       ['2024-04-11T00:00:00.000Z', '2024-05-01T00:00:00.000Z'],
       ['2024-04-11T00:00:00.000Z', '2024-05-01T00:00:00.000Z'],
     ])
     // The credit names the ended line, the charge the new one.
     const [ended, started] = done.subscription.line_items
-    expect(done.invoice.line_items.map((l: any) => l.subscription_line_item_id)).toEqual([ended.id, started.id])
+    expect(done.invoice.line_items.map((l: LineItemWire) => l.subscription_line_item_id)).toEqual([ended.id, started.id])
     expect([ended.end_proration_behavior, started.proration_behavior, started.quantity]).toEqual(['always_invoice', 'always_invoice', '3'])
     expect([preview.invoice.billing_reason, preview.invoice.total, lines(preview.invoice)]).toEqual(['SUBSCRIPTION_UPDATE', '44', [UNUSED, REMAINING]])
     expect(await eventsOf(h, done.invoice.id)).toEqual(['invoice.update.finalized'])
@@ -141,7 +142,7 @@ describe('proration_behavior on a quantity change', () => {
 
   it('a second always_invoice change at the same instant is refused and changes nothing', async () => {
     const sub = (await h.http('GET', `/v1/subscriptions/${subs.always.id}`)).body
-    const started = sub.line_items.find((l: any) => l.end_date === null)
+    const started = sub.line_items.find((l: SubscriptionLineItemWire) => l.end_date === null)
     const res = await post(`/v1/subscriptions/${sub.id}/modify/execute`, { type: 'quantity_change', quantity_change_params: { line_items: [{ id: started.id, quantity: '5' }], proration_behavior: 'always_invoice' } })
     expect([res.status, res.body.code]).toEqual([400, 'invalid_operation'])
     expect((await h.http('GET', `/v1/subscriptions/${sub.id}`)).body.version).toBe(sub.version)
@@ -173,9 +174,9 @@ describe('proration_behavior on a quantity change', () => {
   })
 })
 
-const details = (c: any) => c.proration_details.map((l: any) => [l.description, l.amount])
+const details = (c: { proration_details: ProrationLineWire[] }) => c.proration_details.map((l) => [l.description, l.amount])
 
-async function cancel(sub: any, body: Record<string, unknown>) {
+async function cancel(sub: SubscriptionWire, body: Record<string, unknown>) {
   const res = await post(`/v1/subscriptions/${sub.id}/cancel`, body)
   expect(res.status, JSON.stringify(res.body)).toBe(200)
   return res.body
@@ -185,8 +186,8 @@ const now = (proration_behavior: string) => ({ cancellation_type: 'immediate', p
 const on = (cancel_at: string, proration_behavior: string) => ({ cancellation_type: 'scheduled_date', cancel_at, proration_behavior })
 
 describe('proration_behavior on a cancellation', () => {
-  const subs: Record<string, any> = {}
-  const done: Record<string, any> = {}
+  const subs: Record<string, SubscriptionWire> = {}
+  const done: Record<string, Awaited<ReturnType<typeof cancel>>> = {}
 
   beforeAll(async () => {
     clock.set('2024-04-11T00:00:00Z')
@@ -217,7 +218,7 @@ describe('proration_behavior on a cancellation', () => {
     expect(details(done.moved)).toEqual([['Unused time on Seat from 2024-04-26', '-5.00']])
     // A cut May is prorated even though none was asked: May was not paid when the cancellation was made.
     expect([done.later.proration_behavior, details(done.later)]).toEqual(['create_prorations', [['Unused time on Seat from 2024-05-11', '-20.32']]])
-    const ends = (c: any) => c.subscription.line_items.map((l: any) => [l.end_date, l.end_proration_behavior])
+    const ends = (c: { subscription: SubscriptionWire }) => c.subscription.line_items.map((l) => [l.end_date, l.end_proration_behavior])
     expect(ends(done.nowNone)).toEqual([['2024-04-11T00:00:00.000Z', 'none']])
     expect(ends(done.onAlways)).toEqual([['2024-04-21T00:00:00.000Z', 'always_invoice']])
     expect(ends(done.moved)).toEqual([['2024-04-26T00:00:00.000Z', 'create_prorations']])
@@ -237,7 +238,7 @@ describe('proration_behavior on a cancellation', () => {
   it("credits an inherited child's unused time with its parent's, under the child's name", async () => {
     const { invoice } = done.family
     expect([invoice.subscription_id, invoice.total, lines(invoice)]).toEqual([subs.family.id, '-40', [['Unused time on Seat from 2024-04-11', '1', '-20'], ['Unused time on Seat from 2024-04-11', '1', '-20']]])
-    expect(invoice.line_items.map((l: any) => l.subscription_id)).toEqual([subs.family.id, subs.child.id])
+    expect(invoice.line_items.map((l: LineItemWire) => l.subscription_id)).toEqual([subs.family.id, subs.child.id])
     const child = (await h.http('GET', `/v1/subscriptions/${subs.child.id}`)).body
     expect([child.subscription_status, child.line_items[0].end_proration_behavior]).toEqual(['cancelled', 'always_invoice'])
   })
