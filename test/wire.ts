@@ -67,3 +67,34 @@ export interface CustomerWire {
 export interface Page<T> {
   items: T[]
 }
+
+export interface WebhookEndpointWire {
+  id: string
+  url: string
+  /** Only in the answers to create and rotate. */
+  secret: string
+}
+
+export interface WebhookDeliveryWire {
+  endpoint_id: string
+  delivery_status: string
+  attempts: number
+  last_status_code: number | null
+  last_error: string | null
+  next_attempt_at: string | null
+}
+
+export interface WebhookEventWire {
+  id: string
+  event_type: string
+  delivery_status: string
+  deliveries: WebhookDeliveryWire[]
+}
+
+export interface WebhookAttemptWire {
+  endpoint_id: string
+  url: string
+  response_status_code: number | null
+  response: string | null
+  error: string | null
+}

@@ -7,7 +7,7 @@ import { fixedClock } from '../../core/clock.ts'
 import { D } from '../../core/money.ts'
 import { signatureHeader } from '../../core/signatures.ts'
 import { customer, eventsOf } from '../../test/catalog.ts'
-import { startFakeStripe, type FakeStripe } from '../../test/fake-stripe.ts'
+import { startFakeStripe, type FakeInvoice, type FakeStripe } from '../../test/fake-stripe.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { call, newWallet, topUp } from '../../test/wallets.ts'
 import { loadConfig } from '../../core/config.ts'
@@ -18,7 +18,7 @@ const WEBHOOK_SECRET = 'whsec_meterbill_test_secret'
 const clock = fixedClock('2024-05-10T12:00:00Z')
 let h: Harness
 let fake: FakeStripe
-let connection: any
+let connection: { id: string; tenant_id: string; environment_id: string; webhook_url: string }
 
 const stripeConnection = (apiBaseUrl: string, secrets: Record<string, string> = { secret_key: SECRET_KEY, webhook_secret: WEBHOOK_SECRET }) => ({
   name: 'Stripe',
@@ -62,7 +62,7 @@ async function finalized(customerId: string, amounts: string[]) {
 
 let eventSeq = 0
 const stripeEvent = (type: string, object: Record<string, unknown>) => ({ id: `evt_test_${++eventSeq}`, object: 'event', type, data: { object } })
-const invoicePaid = (stripeInvoice: any) =>
+const invoicePaid = (stripeInvoice: Pick<FakeInvoice, 'id' | 'amount_due' | 'metadata'>) =>
   stripeEvent('invoice.paid', { id: stripeInvoice.id, object: 'invoice', status: 'paid', currency: 'usd', amount_paid: stripeInvoice.amount_due, metadata: stripeInvoice.metadata })
 
 /** Posts a notification as Stripe would: the raw JSON, signed at `at` with `secret`. */
@@ -155,7 +155,7 @@ describe('pushing finalized invoices', () => {
     const [pushed] = stripeInvoiceOf(inv.id)
     // 49.00 + 98.73 = 147.73 → 4900 + 9873 = 14773 cents, sent for payment by the customer.
     expect(pushed).toMatchObject({ collection_method: 'send_invoice', currency: 'usd', status: 'open', amount_due: 14773, metadata: { meterbill_invoice_id: inv.id, meterbill_invoice_number: inv.invoice_number } })
-    expect(pushed.lines.map((l: any) => l.amount)).toEqual([4900, 9873])
+    expect(pushed.lines.map((l) => l.amount)).toEqual([4900, 9873])
     // The customer was made at Stripe and mapped in its integrations.
     expect(fake.customers.get(pushed.customer)).toMatchObject({ name: 'Acme GmbH', email: 'billing@acme.test', metadata: { meterbill_customer_id: cus.id } })
     expect((await call(h, 'GET', `/v1/customers/${cus.id}`)).integrations).toMatchObject([{ provider_type: 'stripe', provider_entity_id: pushed.customer }])
@@ -197,7 +197,7 @@ describe('pushing finalized invoices', () => {
     expect(await runSync()).toMatchObject({ queued: 1, synced: 1 })
     const [pushed] = stripeInvoiceOf(inv.id)
     // 6000 for the line, −1000 for what was paid before: 5000 charged.
-    expect(pushed.lines.map((l: any) => [l.description, l.amount])).toEqual([
+    expect(pushed.lines.map((l) => [l.description, l.amount])).toEqual([
       ['Line 1', 6000],
       ['Prepaid credits, adjustments and payments', -1000],
     ])

@@ -8,6 +8,7 @@ import { startRoles, type Running } from '../../roles.ts'
 import { jobs } from '../../worker/jobs.ts'
 import { runJob } from '../../worker/scheduler.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
+import type { WebhookEventWire } from '../../test/wire.ts'
 
 let h: Harness
 let restarted: Running | undefined
@@ -53,7 +54,7 @@ it('sends an event again after a crash mid-delivery, with the same webhook-id', 
 
   restarted = await startRoles(h.config, ['api'])
   const http = (method: string, path: string) =>
-    fetch(`http://127.0.0.1:${restarted!.port}${path}`, { method, headers: { 'x-api-key': h.key } }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+    fetch(`http://127.0.0.1:${restarted!.port}${path}`, { method, headers: { 'x-api-key': h.key } }).then(async (r) => ({ status: r.status, body: (await r.json()) as WebhookEventWire }))
   // The dead run's lease is still held; an operator (or its expiry) frees it.
   await restarted.deps.sql`UPDATE job_leases SET expires_at = now() WHERE name = 'webhook-delivery'`
   expect((await http('GET', `/v1/webhooks/events/${eventId}`)).body.delivery_status).toBe('pending')

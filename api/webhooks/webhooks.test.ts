@@ -8,6 +8,7 @@ import { fixedClock } from '../../core/clock.ts'
 import { newSigningSecret, verify } from '../../core/webhook-signing.ts'
 import { unseal } from '../../infra/secrets.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
+import type { Page, WebhookAttemptWire, WebhookEndpointWire, WebhookEventWire } from '../../test/wire.ts'
 
 const clock = fixedClock('2025-06-02T09:00:00Z')
 const MINUTE = 60_000
@@ -63,14 +64,14 @@ const tenant = async (): Promise<Tenant> => {
   return { key: t.apiKey, tenantId: t.tenantId }
 }
 
-async function endpoint(t: Tenant, body: Record<string, unknown>): Promise<any> {
-  const res = await h.http('POST', '/v1/webhooks/endpoints', { body, key: t.key })
+async function endpoint(t: Tenant, body: Record<string, unknown>): Promise<WebhookEndpointWire> {
+  const res = await h.http<WebhookEndpointWire>('POST', '/v1/webhooks/endpoints', { body, key: t.key })
   expect(res.status, JSON.stringify(res.body)).toBe(201)
   return res.body
 }
 
-const run = async (job: 'webhook-delivery' | 'webhook-retry'): Promise<any> => {
-  const res = await h.http('POST', `/v1/jobs/${job}/run`)
+const run = async (job: 'webhook-delivery' | 'webhook-retry'): Promise<Record<string, number>> => {
+  const res = await h.http<{ summary: Record<string, number> }>('POST', `/v1/jobs/${job}/run`)
   expect(res.status, JSON.stringify(res.body)).toBe(200)
   return res.body.summary
 }
@@ -84,8 +85,8 @@ async function customerCreated(t: Tenant, externalId = `c-${Math.random()}`): Pr
   return { customerId: res.body.id, eventId: events.body.items[0].id }
 }
 
-const event = async (t: Tenant, id: string): Promise<any> => (await h.http('GET', `/v1/webhooks/events/${id}`, { key: t.key })).body
-const attempts = async (t: Tenant, id: string): Promise<any[]> => (await h.http('GET', `/v1/webhooks/events/${id}/attempts`, { key: t.key })).body.items
+const event = async (t: Tenant, id: string): Promise<WebhookEventWire> => (await h.http<WebhookEventWire>('GET', `/v1/webhooks/events/${id}`, { key: t.key })).body
+const attempts = async (t: Tenant, id: string): Promise<WebhookAttemptWire[]> => (await h.http<Page<WebhookAttemptWire>>('GET', `/v1/webhooks/events/${id}/attempts`, { key: t.key })).body.items
 
 function verifies(secret: string, r: Received): boolean {
   const headers = { id: r.headers['webhook-id'] as string, timestamp: r.headers['webhook-timestamp'] as string, signature: r.headers['webhook-signature'] as string }
@@ -93,7 +94,7 @@ function verifies(secret: string, r: Received): boolean {
 }
 
 const storedSecrets = async (id: string): Promise<{ secret: string; previous_secret: string | null }> =>
-  (await h.running.deps.sql`SELECT secret, previous_secret FROM webhook_endpoints WHERE id = ${id}`)[0] as any
+  (await h.running.deps.sql<{ secret: string; previous_secret: string | null }[]>`SELECT secret, previous_secret FROM webhook_endpoints WHERE id = ${id}`)[0]
 
 /** Deletes the tenant's endpoints and stops the receivers, so later tests' runs send nothing to them. */
 async function cleanup(t: Tenant, receivers: Receiver[]): Promise<void> {
@@ -115,7 +116,7 @@ describe('webhook endpoints', () => {
     expect(read.body).not.toHaveProperty('secret')
     expect(read.body).not.toHaveProperty('previous_secret')
     const list = await h.http('GET', '/v1/webhooks/endpoints?metadata[team]=fin', { key: t.key })
-    expect(list.body.items.map((e: any) => e.id)).toEqual([created.id])
+    expect(list.body.items.map((e: WebhookEndpointWire) => e.id)).toEqual([created.id])
     expect(list.body.items[0]).not.toHaveProperty('secret')
 
     const updated = await h.http('PUT', `/v1/webhooks/endpoints/${created.id}`, { key: t.key, body: { disabled: true, filter_types: [], description: null, version: 1 } })
@@ -357,7 +358,7 @@ describe('webhook delivery', () => {
       expect(res.status, `${method} ${path}`).toBe(404)
       expect(res.body.code).toBe('not_found')
     }
-    expect((await h.http('GET', '/v1/webhooks/events', { key: b.key })).body.items.map((e: any) => e.id)).toEqual([fromB.eventId])
+    expect((await h.http('GET', '/v1/webhooks/events', { key: b.key })).body.items.map((e: WebhookEventWire) => e.id)).toEqual([fromB.eventId])
     await cleanup(a, [rxA])
     await cleanup(b, [rxB])
   })
