@@ -3,7 +3,7 @@
 // chunk, then ids the lookup found stored), out of the chunk's order. Pure: the lookup's answer is given.
 import { describe, expect, it } from 'vitest'
 import { encodeEvent, type UsageEvent } from '../core/events.ts'
-import { ChunkStore } from './chunks.ts'
+import { ChunkStore, packRecords } from './chunks.ts'
 import { expiresText } from './store.ts'
 
 const scope = { tenantId: 't1', environmentId: 'e1' }
@@ -13,9 +13,7 @@ const expires = expiresText(new Date('2024-08-01T00:00:00.000Z'))
 
 function prepared(events: UsageEvent[], stored: string[]) {
   const store = new ChunkStore()
-  const texts = events.map((e) => Buffer.from(encodeEvent(e)))
-  let end = 0
-  const fetch = store.fetch(new Uint8Array(Buffer.concat(texts)), Uint32Array.from(texts, (t) => (end += t.length)), 1000)
+  const fetch = store.fetch(...packRecords(events.map((e) => Buffer.from(encodeEvent(e)))), 1000)
   const chunk = store.next(fetch)!
   store.candidates(chunk.id)
   const rows = store.prepare(chunk.id, stored.map((id) => [scope.tenantId, scope.environmentId, id]), new Map(), expires)
@@ -52,5 +50,28 @@ describe('a prepared chunk', () => {
     ])
     expect(store.refused(id, 1, 'refused').stored?.event).toEqual(b)
     expect(store.refused(id, 2, 'refused')).toEqual({ kind: 'duplicate', id: 'a' })
+  })
+})
+
+describe('packRecords', () => {
+  const records = (bytes: Uint8Array, starts: Uint32Array, ends: Uint32Array) => Array.from(starts, (s, i) => Buffer.from(bytes.subarray(s, ends[i])).toString())
+
+  it('copies views of one buffer in one piece, gaps included, and reads each record back', () => {
+    const response = Buffer.from('..key1{"a":1}..key2{"b":22}..')
+    const values = [response.subarray(6, 13), null, response.subarray(19, 27)]
+    const [bytes, starts, ends] = packRecords(values)
+    expect(records(bytes, starts, ends)).toEqual(['{"a":1}', '', '{"b":22}'])
+    // From the first value's start to the last one's end, in a buffer of its own (it moves to the decode thread).
+    expect(bytes.byteLength).toBe(21)
+    expect(bytes.buffer).not.toBe(response.buffer)
+  })
+
+  it('copies values of different buffers one by one', () => {
+    const own = (text: string) => Buffer.from(new TextEncoder().encode(text).buffer)
+    const values = [own('{"a":1}'), undefined, own('{"é":"ü"}')]
+    expect(values[0]!.buffer).not.toBe(values[2]!.buffer)
+    const [bytes, starts, ends] = packRecords(values)
+    expect(records(bytes, starts, ends)).toEqual(['{"a":1}', '', '{"é":"ü"}'])
+    expect(bytes.byteLength).toBe(7 + Buffer.byteLength('{"é":"ü"}'))
   })
 })

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { encodeEvent, type UsageEvent } from '../core/events.ts'
 import { startHarness, type Harness } from '../test/harness.ts'
 import { readyMeter } from '../test/usage-helpers.ts'
-import { chunkRows, ChunkStore, startChunkThread, type ChunkCalls } from './chunks.ts'
+import { chunkRows, ChunkStore, packRecords, startChunkThread, type ChunkCalls } from './chunks.ts'
 import { insertBatch, storedRows } from './store.ts'
 import { expiresNow, rulesFor, storeRows, writeBatch } from './writer.ts'
 
@@ -50,18 +50,7 @@ function records(prefix: string): string[] {
   return [e1, `[${e2},${e3}]`, e4, e5, 'not json', JSON.stringify({ id: `${prefix}-bad`, tenant_id: scope.tenantId, environment_id: scope.environmentId }), '']
 }
 
-function pack(texts: string[]): [Uint8Array, Uint32Array] {
-  const parts = texts.map((t) => Buffer.from(t))
-  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  const ends = new Uint32Array(parts.length)
-  let offset = 0
-  parts.forEach((p, i) => {
-    bytes.set(p, offset)
-    offset += p.length
-    ends[i] = offset
-  })
-  return [bytes, ends]
-}
+const pack = (texts: string[]) => packRecords(texts.map((t) => Buffer.from(t)))
 
 /** A ChunkStore's methods answering asynchronously, as over a thread. */
 const asCalls = (store: ChunkStore): ChunkCalls =>
@@ -71,13 +60,13 @@ const asCalls = (store: ChunkStore): ChunkCalls =>
 async function throughChunks(calls: ChunkCalls, texts: string[], token: string, maxRows = 1000) {
   const fetch = await calls.fetch(...pack(texts), maxRows)
   const chunks = []
-  let pending: number | undefined
+  let pending: number[] = []
   for (let c = await calls.next(fetch); c; c = await calls.next(fetch)) {
     const lookup = await calls.candidates(c.id, pending)
     const prepared = await calls.prepare(c.id, await storedRows(h.running.deps.ch, lookup), await rulesFor(h.running.deps, c.scopes, policy), expiresNow(h.running.deps))
     const refused = await storeRows(h.running.deps, chunkRows(calls, c.id, prepared), `${token}:${c.id}`, policy)
     chunks.push({ ...c, result: prepared.result, refused })
-    pending = c.id
+    pending = [c.id]
   }
   return chunks
 }
@@ -143,7 +132,7 @@ describe('the decode thread', () => {
     const [first, second] = [store.next(fetch)!, store.next(fetch)!]
     expect(store.candidates(first.id).ids).toEqual(['p9-2'])
     store.prepare(first.id, [], new Map(), expiresNow(h.running.deps))
-    expect(store.candidates(second.id, first.id).ids).toEqual([])
+    expect(store.candidates(second.id, [first.id]).ids).toEqual([])
     expect(store.candidates(second.id).ids).toEqual(['p9-2'])
   })
 

@@ -11,6 +11,49 @@ import type { Scope } from '../core/scope.ts'
 import { candidatesOf, freshOf, outcomesOf, partToken, refusedRow, scopesOf, type BatchCounts, type BatchRows, type Candidates, type Rejected, type RefusedRow } from './outcomes.ts'
 import { batchLine, EventIds, keysOf, lookupOf, type KeyLookup, type Outcome } from './store.ts'
 
+/**
+ * Record values as one buffer of their own (so it moves to the decode thread): record i is bytes
+ * [starts[i], ends[i]). Values that are views of one buffer (kafkajs slices a fetch's response) are copied
+ * in one piece, the bytes between them included; others (decompressed batches) one by one.
+ */
+export function packRecords(values: readonly (Uint8Array | null | undefined)[]): [Uint8Array, Uint32Array, Uint32Array] {
+  const starts = new Uint32Array(values.length)
+  const ends = new Uint32Array(values.length)
+  const shared = values.find((v) => v)?.buffer
+  let low = Number.POSITIVE_INFINITY
+  let high = 0
+  for (const v of values) {
+    if (!v) continue
+    if (v.buffer !== shared) {
+      low = Number.NaN
+      break
+    }
+    low = Math.min(low, v.byteOffset)
+    high = Math.max(high, v.byteOffset + v.byteLength)
+  }
+  if (shared && !Number.isNaN(low)) {
+    const bytes = new Uint8Array(shared.slice(low, high))
+    values.forEach((v, i) => {
+      starts[i] = v ? v.byteOffset - low : 0
+      ends[i] = v ? starts[i] + v.byteLength : 0
+    })
+    return [bytes, starts, ends]
+  }
+  let total = 0
+  for (const v of values) total += v?.length ?? 0
+  const bytes = new Uint8Array(total)
+  let at = 0
+  values.forEach((v, i) => {
+    starts[i] = at
+    if (v) {
+      bytes.set(v, at)
+      at += v.length
+    }
+    ends[i] = at
+  })
+  return [bytes, starts, ends]
+}
+
 /** A record element that is not an event, for the dead-letter topic. */
 export interface Dead {
   /** The record's index in the fetch. */
@@ -38,9 +81,10 @@ export interface ChunkRows {
   result: BatchCounts
 }
 
-/** A fetch's record values: record i is bytes [ends[i - 1], ends[i]). */
+/** A fetch's record values: record i is bytes [starts[i], ends[i]). */
 interface Fetch {
   bytes: Buffer
+  starts: Uint32Array
   ends: Uint32Array
   maxRows: number
   /** The next record to decode. */
@@ -79,12 +123,12 @@ function rejectedOf(dead: { raw: unknown; reason: string }[]): Rejected[] {
 }
 
 /** Records from `from` on, up to `to` or until `maxRows` events and dead elements. */
-function decodeRecords({ bytes, ends }: Fetch, from: number, to: number, maxRows: number): Decoded {
+function decodeRecords({ bytes, starts, ends }: Fetch, from: number, to: number, maxRows: number): Decoded {
   const events: UsageEvent[] = []
   const dead: (Dead & { raw: unknown })[] = []
   let i = from
   for (; i < to && events.length + dead.length < maxRows; i++) {
-    const text = bytes.toString('utf8', i === 0 ? 0 : ends[i - 1], ends[i])
+    const text = bytes.toString('utf8', starts[i], ends[i])
     if (text === '') {
       dead.push({ record: i, value: '', raw: undefined, reason: 'empty record' })
       continue
@@ -153,10 +197,10 @@ export class ChunkStore {
     return c
   }
 
-  /** Holds a fetch's records (`bytes`, record i ending at `ends[i]`), to be cut into chunks of up to `maxRows` events. */
-  fetch(bytes: Uint8Array, ends: Uint32Array, maxRows: number): number {
+  /** Holds a fetch's records (packRecords), to be cut into chunks of up to `maxRows` events. */
+  fetch(bytes: Uint8Array, starts: Uint32Array, ends: Uint32Array, maxRows: number): number {
     const id = ++this.lastId
-    this.fetches.set(id, { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), ends, maxRows, next: 0 })
+    this.fetches.set(id, { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), starts, ends, maxRows, next: 0 })
     return id
   }
 
@@ -183,12 +227,12 @@ export class ChunkStore {
   }
 
   /**
-   * The ids of a chunk to look up: the first of each id, none of them in chunk `pending` (whose insert is in
-   * flight: its ids count as stored). Every call starts the chunk's classification afresh.
+   * The ids of a chunk to look up: the first of each id, none of them in the `pending` chunks (whose inserts
+   * are in flight: their ids count as stored). Every call starts the chunk's classification afresh.
    */
-  candidates(id: number, pending?: number): KeyLookup {
+  candidates(id: number, pending: readonly number[] = []): KeyLookup {
     const c = this.chunk(id)
-    c.candidates = candidatesOf(this.decoded(c).events, (pending === undefined ? undefined : this.chunks.get(pending)?.keys) ?? new EventIds())
+    c.candidates = candidatesOf(this.decoded(c).events, pending.flatMap((p) => this.chunks.get(p)?.keys ?? []))
     return lookupOf(c.candidates.candidates)
   }
 

@@ -16,12 +16,14 @@ import type { Consumer, EachBatchPayload, KafkaMessage, Producer } from 'kafkajs
 import { decodeRecord, encodeEvent, type UsageEvent } from '../core/events.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
-import { chunkRows, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
+import { chunkRows, packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { storedRows } from './store.ts'
 import { expiresNow, rulesFor, storeRows, type Refused } from './writer.ts'
 
 const HEARTBEAT_MS = 3000
+/** Chunks in the pipeline at most: one inserting, the others prepared and waiting. */
+const PIPELINE_DEPTH = 3
 
 /** One consumer group per event topic: aggregators of another topic never join its rebalances. */
 export const consumerGroup = (topic: string): string => `meterbill-aggregator.${topic}`
@@ -29,24 +31,6 @@ export const consumerGroup = (topic: string): string => `meterbill-aggregator.${
 export interface AggregatorOptions {
   /** Test hook: runs after a chunk's insert, before its offsets are committed. */
   afterInsert?: (chunk: { partition: number; first: string; last: string }) => Promise<void>
-}
-
-/** A fetch's record values as one buffer of its own (so it moves to the decode thread), record i ending at ends[i]. */
-function pack(messages: KafkaMessage[]): [Uint8Array, Uint32Array] {
-  let total = 0
-  for (const m of messages) total += m.value?.length ?? 0
-  const bytes = new Uint8Array(total)
-  const ends = new Uint32Array(messages.length)
-  let at = 0
-  for (let i = 0; i < messages.length; i++) {
-    const v = messages[i].value
-    if (v) {
-      bytes.set(v, at)
-      at += v.length
-    }
-    ends[i] = at
-  }
-  return [bytes, ends]
 }
 
 /** A chunk handed to the insert pipeline: `done` settles once it is stored and committed (or given up). */
@@ -135,10 +119,10 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   }
 
   /**
-   * A chunk's ids looked up (those of chunk `pending`, in flight, count as stored) and its events resolved, on
+   * A chunk's ids looked up (those of the `pending` chunks, in flight, count as stored) and its events resolved, on
    * the decode thread; the lookup and the meters are read here, where chDB and Postgres are.
    */
-  const prepare = async (thread: ChunkThread, c: DecodedChunk, pending?: number): Promise<ChunkRows> => {
+  const prepare = async (thread: ChunkThread, c: DecodedChunk, pending: number[] = []): Promise<ChunkRows> => {
     const lookup = await thread.calls.candidates(c.id, pending)
     const stored = await retry(() => storedRows(deps.ch, lookup), policy)
     const rules = await rulesFor(deps, c.scopes, policy)
@@ -169,28 +153,30 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     let fetch: number | undefined
     let unjoined: number | undefined
     try {
-      fetch = await t.calls.fetch(...pack(b.messages), batch.aggregatorMaxRows)
+      fetch = await t.calls.fetch(...packRecords(b.messages.map((m) => m.value)), batch.aggregatorMaxRows)
       // (Each turn has its own `c`: the chunk's insert below reads it after the loop moved on.)
       for (let c = await t.calls.next(fetch); c; c = await t.calls.next(fetch)) {
         unjoined = c.id
         const chunk = b.messages.slice(c.from, c.to)
         const range = { partition: b.partition, first: chunk[0].offset, last: chunk[chunk.length - 1].offset }
-        let previous: InFlight | undefined
+        let ahead: InFlight[]
         let prepared: ChunkRows
         let current: number
         do {
           current = run
-          previous = pipeline.at(-1)
-          prepared = await prepare(t, c, previous?.thread === t ? previous.id : undefined)
+          ahead = pipeline.filter((e) => e.thread === t)
+          prepared = await prepare(t, c, ahead.map((e) => e.id))
           // A failure meanwhile: the ids taken as stored were not; classify again.
         } while (current !== run)
         // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
         if (stopping || !isRunning() || isStale()) return
+        const previous = pipeline.at(-1)
         const done = (async () => {
-          // A chunk is inserted only once the one before it is stored.
-          const before = await previous?.done
-          // Ids the previous chunk could not store after all were taken as stored: classify again.
-          const ready = before?.refused ? await prepare(t, c) : prepared
+          // A chunk is inserted only once the one before it is stored (and so every one before that).
+          await previous?.done
+          // Ids a chunk ahead could not store after all were taken as stored: classify again.
+          const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
+          const ready = refusedAhead ? await prepare(t, c) : prepared
           const refused = await storeRows(deps, chunkRows(t.calls, c.id, ready), `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, policy)
           await deadLetter(b.topic, b.partition, b.messages, chunk, c.dead, refused)
           deps.logger.debug({ ...range, ...ready.result, refused: refused.length }, 'usage batch stored')
@@ -209,8 +195,10 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
         void done.finally(() => t.calls.release(entry.id)).catch(() => {})
         // The fetch position moves on; the commit follows the insert.
         resolveOffset(range.last)
-        // Backpressure: one chunk inserting and this one waiting, no more.
-        await previous?.done.catch(() => {})
+        // Backpressure: one chunk inserting and two waiting, no more. Preparing a chunk (decode, lookup, insert
+        // text) and fetching the next one take longer than an insert: with one chunk waiting, the insert went
+        // idle while the next fetch was read and prepared.
+        await pipeline.at(-PIPELINE_DEPTH)?.done.catch(() => {})
         await beat()
       }
     } finally {

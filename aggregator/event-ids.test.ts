@@ -60,14 +60,15 @@ describe('EventIds', () => {
 })
 
 describe('candidatesOf', () => {
-  it('takes the first of each id not pending, in order, the others as duplicates', () => {
+  it('takes the first of each id not pending in any chunk in flight, in order, the others as duplicates', () => {
     for (let run = 0; run < 100; run++) {
       const events = Array.from({ length: 30 }, () => key() as UsageEvent)
-      const pending = new EventIds()
+      // Two chunks in flight, their ids in two sets.
+      const pending = [new EventIds(), new EventIds()]
       const pendingKeys = new Set<string>()
-      for (let i = 0; i < 5; i++) {
+      for (let i = 0; i < 6; i++) {
         const k = key()
-        pending.add(k)
+        pending[i % 2].add(k)
         pendingKeys.add(keyOf(k))
       }
       const seen = new Set<string>()

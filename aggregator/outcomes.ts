@@ -52,13 +52,13 @@ export function scopesOf(events: UsageEvent[]): Scope[] {
   return [...scopes.values()]
 }
 
-/** Repeats of an id earlier in the batch or in `pending` (a batch whose insert is in flight) are duplicates. */
-export function candidatesOf(events: UsageEvent[], pending: EventIds): Candidates {
+/** Repeats of an id earlier in the batch or in `pending` (batches whose inserts are in flight) are duplicates. */
+export function candidatesOf(events: UsageEvent[], pending: readonly EventIds[] = []): Candidates {
   const keys = new EventIds()
   const candidates: UsageEvent[] = []
   const duplicates: UsageEvent[] = []
   for (const e of events) {
-    if (!pending.has(e) && keys.add(e)) candidates.push(e)
+    if (!pending.some((p) => p.has(e)) && keys.add(e)) candidates.push(e)
     else duplicates.push(e)
   }
   return { candidates, keys, duplicates }

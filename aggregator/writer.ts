@@ -16,7 +16,7 @@ import type { Deps } from '../infra/deps.ts'
 import { resolutionRules } from '../api/meters/service.ts'
 import { candidatesOf, freshOf, outcomeRows, outcomesOf, scopesOf, type BatchCounts, type BatchRows, type PreparedBatch, type Rejected } from './outcomes.ts'
 import { retry, type RetryPolicy } from './retry.ts'
-import { EventIds, expiresText, insertBatch, keysOf, lookupOf, storedRows } from './store.ts'
+import { expiresText, insertBatch, keysOf, lookupOf, storedRows } from './store.ts'
 
 /** An event ClickHouse refused to store, with the reason. */
 export interface Refused {
@@ -34,7 +34,7 @@ export const rulesFor = (deps: Deps, scopes: Scope[], policy: RetryPolicy): Prom
 
 async function prepareBatch(deps: Deps, events: UsageEvent[], rejected: Rejected[], policy: RetryPolicy): Promise<PreparedBatch> {
   const { fresh, keys, duplicates } = await retry(async () => {
-    const c = candidatesOf(events, new EventIds())
+    const c = candidatesOf(events)
     return freshOf(c, keysOf(await storedRows(deps.ch, lookupOf(c.candidates))))
   }, policy)
   return outcomesOf(fresh, keys, duplicates, rejected, await rulesFor(deps, scopesOf(fresh), policy))
