@@ -1,7 +1,7 @@
 // ClickHouse SQL of the batch writer: which event ids are already stored, and the one insert per batch.
+import { randomBytes } from 'node:crypto'
 import type { ClickHouse } from '../infra/clickhouse.ts'
 import { chDateTime } from '../infra/clickhouse.ts'
-import { LONG_QUERY, sqlStringArray } from '../infra/ch-literals.ts'
 import type { UsageEvent } from '../core/events.ts'
 import type { UsageRow } from '../core/meters.ts'
 
@@ -76,20 +76,33 @@ export function lookupOf(keys: EventKey[]): KeyLookup {
 
 /**
  * The keys of a lookup already stored, as (tenant, environment, id) rows: one query for the whole batch, using
- * the table's primary key, on the reader (it runs beside the previous batch's insert). chDB binds the ids as one
- * array parameter; a server takes them in the SQL text (a parameter travels in the URL).
+ * the table's primary key, on the reader (it runs beside the previous batch's insert). The ids go in as data,
+ * under a key of this lookup's own (several aggregators may share a server), and are deleted after
+ * (sql/clickhouse/0004_dedup_lookups.sql says why not as a parameter).
  */
 export async function storedRows(ch: ClickHouse, { tenants, envs, ids }: KeyLookup): Promise<[string, string, string][]> {
   if (ids.length === 0) return []
-  const rs = await ch.reader.query({
-    query: `SELECT tenant_id, environment_id, event_id FROM event_ids
-      WHERE tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}
-        AND event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)}`,
-    query_params: { tenants, envs, ...(ch.kind === 'chdb' ? { ids } : {}) },
+  const lookup = randomBytes(8).readBigUInt64LE().toString()
+  await ch.insertRaw({
+    table: 'dedup_lookups',
+    columns: ['lookup', 'event_id'],
     format: 'JSONCompactEachRow',
-    clickhouse_settings: LONG_QUERY,
+    rows: ids.map((id) => `[${lookup},${quote(id)}]`).join('\n'),
+    settings: {},
+    reader: true,
   })
-  return rs.json<[string, string, string]>()
+  try {
+    const rs = await ch.reader.query({
+      query: `SELECT tenant_id, environment_id, event_id FROM event_ids
+        WHERE tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}
+          AND event_id IN (SELECT event_id FROM dedup_lookups WHERE lookup = {lookup:UInt64})`,
+      query_params: { tenants, envs, lookup },
+      format: 'JSONCompactEachRow',
+    })
+    return await rs.json<[string, string, string]>()
+  } finally {
+    await ch.reader.command({ query: `ALTER TABLE dedup_lookups DELETE WHERE lookup = ${lookup}` })
+  }
 }
 
 export function keysOf(rows: [string, string, string][]): EventIds {

@@ -1,0 +1,43 @@
+// The dedup lookup with event ids as SDKs send them (UUIDs), in chunk-sized lists: it must find exactly the
+// stored ids of the asked scope, also when two lookups run at once, and leave nothing behind. (As one
+// Array(String) parameter, a list of 30,000 UUIDs made ClickHouse compare every row with every id.)
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startHarness, type Harness } from '../test/harness.ts'
+import { batchLine, expiresText, insertBatch, lookupOf, storedRows } from './store.ts'
+
+let h: Harness
+beforeAll(async () => {
+  h = await startHarness({ env: { KAFKA_BROKERS: '' } })
+})
+afterAll(() => h?.stop())
+
+const now = new Date()
+const scope = { tenantId: 'ten_lookup', environmentId: 'env_lookup' }
+const other = { tenantId: 'ten_lookup', environmentId: 'env_other' }
+
+async function store(s: typeof scope, ids: string[], token: string): Promise<void> {
+  const lines = ids.map((id) => batchLine({ kind: 'stored', event: { id, ...s, eventName: 'call', externalCustomerId: 'c', customerId: '', source: '', timestamp: now, receivedAt: now, properties: {} }, rows: [] }, expiresText(new Date(now.getTime() + 86_400_000))))
+  await insertBatch(h.running.deps.ch, Buffer.from(lines.join('\n')), token)
+}
+
+describe('storedRows', () => {
+  it('finds exactly the stored ids of a 40,000-UUID lookup, two lookups at once, and keeps none of their ids', async () => {
+    const stored = Array.from({ length: 20_000 }, () => randomUUID())
+    const elsewhere = Array.from({ length: 5_000 }, () => randomUUID())
+    await store(scope, stored, 'lookup-stored')
+    // Stored in another environment of the tenant: not a duplicate here.
+    await store(other, elsewhere, 'lookup-elsewhere')
+
+    const asked = [...stored.filter((_, i) => i % 2 === 0), ...elsewhere, ...Array.from({ length: 25_000 }, () => randomUUID())]
+    const keys = (ids: string[]) => lookupOf(ids.map((id) => ({ ...scope, id })))
+    const [found, again] = await Promise.all([storedRows(h.running.deps.ch, keys(asked)), storedRows(h.running.deps.ch, keys(stored.slice(0, 3)))])
+
+    expect(asked.length).toBe(40_000)
+    expect(found.map(([, , id]) => id).sort()).toEqual(stored.filter((_, i) => i % 2 === 0).sort())
+    expect(found.every(([t, e]) => t === scope.tenantId && e === scope.environmentId)).toBe(true)
+    expect(again.map(([, , id]) => id).sort()).toEqual(stored.slice(0, 3).sort())
+    const rs = await h.running.deps.ch.client.query({ query: 'SELECT toUInt32(count()) AS n FROM dedup_lookups', format: 'JSONEachRow' })
+    expect(await rs.json()).toEqual([{ n: 0 }])
+  })
+})
