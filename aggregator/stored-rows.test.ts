@@ -2,6 +2,7 @@
 // stored ids of the asked scope, also when two lookups run at once, and leave nothing behind. (As one
 // Array(String) parameter, a list of 30,000 UUIDs made ClickHouse compare every row with every id.)
 import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../test/harness.ts'
 import { batchLine, expiresText, insertBatch, lookupOf, storedRows } from './store.ts'
@@ -39,5 +40,14 @@ describe('storedRows', () => {
     expect(again.map(([, , id]) => id).sort()).toEqual(stored.slice(0, 3).sort())
     const rs = await h.running.deps.ch.client.query({ query: 'SELECT toUInt32(count()) AS n FROM dedup_lookups', format: 'JSONEachRow' })
     expect(await rs.json()).toEqual([{ n: 0 }])
+  })
+  it('finds ids stored before event_ids had its hash column (computed when read)', async () => {
+    const { ch } = h.running.deps
+    await ch.client.command({ query: 'ALTER TABLE event_ids DROP COLUMN id_hash' })
+    const before = [randomUUID(), randomUUID()]
+    await store(scope, before, 'lookup-before-hash')
+    await ch.client.command({ query: readFileSync(new URL('../sql/clickhouse/0005_event_ids_hash.sql', import.meta.url), 'utf8') })
+    const found = await storedRows(ch, lookupOf([...before, randomUUID()].map((id) => ({ ...scope, id }))))
+    expect(found.map(([, , id]) => id).sort()).toEqual([...before].sort())
   })
 })
