@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import type { UsageEvent } from '../core/events.ts'
 import { candidatesOf } from './outcomes.ts'
-import { EventIds, keyOf, type EventKey } from './store.ts'
+import { EventIds, keyOf, lookupOf, type EventKey } from './store.ts'
 
 // A fixed-seed generator: the same cases on every run.
 let seed = 7
@@ -79,5 +79,17 @@ describe('candidatesOf', () => {
       expect(keys.size).toBe(expected.length)
       for (const e of events) expect(keys.has(e)).toBe(seen.has(keyOf(e)))
     }
+  })
+})
+
+describe('lookupOf', () => {
+  it('asks for each id once, with the tenants and environments they come from', () => {
+    expect(lookupOf([{ tenantId: 't', environmentId: 'e', id: 'b' }, { tenantId: 't', environmentId: 'e', id: 'a' }])).toEqual({ tenants: ['t'], envs: ['e'], ids: ['b', 'a'] })
+    // One id in two scopes: asked once.
+    expect(lookupOf([{ tenantId: 't', environmentId: 'e', id: 'a' }, { tenantId: 't', environmentId: 'f', id: 'a' }, { tenantId: 'u', environmentId: 'e', id: 'b' }])).toEqual({
+      tenants: ['t', 'u'],
+      envs: ['e', 'f'],
+      ids: ['a', 'b'],
+    })
   })
 })
