@@ -98,10 +98,10 @@ rmSync(env.DATA_DIR, { recursive: true, force: true })
 
 report(`## 2. Kafka → ClickHouse
 
-${fmt(N)} events pre-loaded into a ${brokers} topic (6 partitions; produced at ${fmt(N / produceSeconds)} events/s by one kafkajs
+${fmt(N)} events with UUID ids pre-loaded into a ${brokers} topic (6 partitions; produced at ${fmt(N / produceSeconds)} events/s by one kafkajs
 producer), then drained by one aggregator process (\`${YOUNG_GENERATION}\`) with one SUM meter: dedup lookup, meter resolution, one insert per
-chunk of up to ${fmt(config.batch.aggregatorMaxRows)} rows (AGGREGATOR_MAX_ROWS) into chDB, commit after the insert; the next chunk is
-fetched, parsed, looked up and resolved while the one before it is inserted.
+chunk of up to ${fmt(config.batch.aggregatorMaxRows)} rows (AGGREGATOR_MAX_ROWS) into chDB, commit after the insert; up to two chunks are
+fetched, parsed, looked up and resolved while the one before them is inserted.
 
 | measure | value |
 | --- | ---: |
