@@ -1,7 +1,7 @@
 // ClickHouse SQL of the batch writer: which event ids are already stored, and the one insert per batch.
-import { randomBytes } from 'node:crypto'
 import type { ClickHouse } from '../infra/clickhouse.ts'
 import { chDateTime } from '../infra/clickhouse.ts'
+import { LONG_QUERY, sqlString, sqlStringArray } from '../infra/ch-literals.ts'
 import type { UsageEvent } from '../core/events.ts'
 import type { UsageRow } from '../core/meters.ts'
 
@@ -80,37 +80,34 @@ export function lookupOf(keys: EventKey[]): KeyLookup {
   return { tenants: [...tenants], envs: [...envs], ids: oneScope ? ids : [...new Set(ids)] }
 }
 
+/** Lookups up to this many ids name them in the statement (the primary key then skips granules); larger ones go as data. */
+const LISTED_IDS = 1000
+
 /**
- * The keys of a lookup already stored, as (tenant, environment, id) rows: one query for the whole batch, using
- * the table's primary key, on the reader (it runs beside the previous batch's insert). The ids go in as data,
- * under a key of this lookup's own (several aggregators may share a server), and are deleted after
- * (sql/clickhouse/0004_dedup_lookups.sql says why not as a parameter).
+ * The keys of a lookup already stored, as (tenant, environment, id) rows, on the reader (it runs beside the previous
+ * batch's insert). A few ids are listed (chDB binds them as one array parameter, a server takes them in the SQL text:
+ * a parameter travels in the URL). A chunk's ids go in as data, one text of JSON lines read by format(): as an
+ * Array(String) parameter, a list over about 1 MB (some 25,000 UUIDs, a default chunk) made ClickHouse compare every
+ * row with every id (30,000 UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse.
+ * A chunk's random ids touch every granule anyway, so that query scans the scope's id hashes
+ * (sql/clickhouse/0005_event_ids_hash.sql) and returns every row whose hash was asked: the caller matches ids
+ * exactly (keysOf, then has), so a row of a colliding hash is never taken for a stored event.
  */
 export async function storedRows(ch: ClickHouse, { tenants, envs, ids }: KeyLookup): Promise<[string, string, string][]> {
   if (ids.length === 0) return []
-  const lookup = randomBytes(8).readBigUInt64LE().toString()
-  await ch.insertRaw({
-    table: 'dedup_lookups',
-    columns: ['lookup', 'event_id'],
+  const listed = ids.length <= LISTED_IDS
+  const text = listed ? '' : ids.map((id) => `[${quote(id)}]`).join('\n')
+  const asked = listed
+    ? `WHERE event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)} AND`
+    : `PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM format(JSONCompactEachRow, 'event_id String', ${ch.kind === 'chdb' ? '{text:String}' : sqlString(text)})) WHERE`
+  const rs = await ch.reader.query({
+    query: `SELECT tenant_id, environment_id, event_id FROM event_ids
+      ${asked} tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}`,
+    query_params: { tenants, envs, ...(ch.kind === 'chdb' ? (listed ? { ids } : { text }) : {}) },
     format: 'JSONCompactEachRow',
-    rows: ids.map((id) => `[${lookup},${quote(id)}]`).join('\n'),
-    settings: {},
-    reader: true,
+    clickhouse_settings: LONG_QUERY,
   })
-  try {
-    const rs = await ch.reader.query({
-      // The ids' hashes first (sql/clickhouse/0005_event_ids_hash.sql): the lookup reads every granule of the scope.
-      query: `SELECT tenant_id, environment_id, event_id FROM event_ids
-        PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM dedup_lookups WHERE lookup = {lookup:UInt64})
-        WHERE tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}
-          AND event_id IN (SELECT event_id FROM dedup_lookups WHERE lookup = {lookup:UInt64})`,
-      query_params: { tenants, envs, lookup },
-      format: 'JSONCompactEachRow',
-    })
-    return await rs.json<[string, string, string]>()
-  } finally {
-    await ch.reader.command({ query: `ALTER TABLE dedup_lookups DELETE WHERE lookup = ${lookup}` })
-  }
+  return rs.json<[string, string, string]>()
 }
 
 export function keysOf(rows: [string, string, string][]): EventIds {

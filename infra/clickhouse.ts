@@ -31,8 +31,6 @@ export interface RawInsert {
   /** The rows, one a line: text, or its UTF-8 bytes (chDB reads them without a copy). */
   rows: string | Uint8Array
   settings: ClickHouseSettings
-  /** On chDB, through the reader's connection: a small insert that must not wait behind the batch insert. */
-  reader?: boolean
 }
 
 export async function openClickHouse(config: Config): Promise<ClickHouse> {
@@ -76,11 +74,11 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     return { connection, client }
   }
   const { connection, client } = await connect()
-  const { connection: readerConnection, client: reader } = await connect()
-  const insertRaw = async ({ table, columns, format, rows, settings, reader: viaReader }: RawInsert): Promise<void> => {
+  const reader = (await connect()).client
+  const insertRaw = async ({ table, columns, format, rows, settings }: RawInsert): Promise<void> => {
     const chdbSettings = Object.fromEntries(Object.entries(settings).filter((e): e is [string, string | number | boolean] => e[1] !== undefined))
     // Errors as the client reports them (ClickHouseError with code and type), whichever path inserted.
-    await (viaReader ? readerConnection : connection).chdb
+    await connection.chdb
       .rawInsert({ table, columns, format, values: rows, settings: chdbSettings })
       .catch((err: unknown) => Promise.reject(parseError(err instanceof Error ? err : String(err))))
   }
