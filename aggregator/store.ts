@@ -90,7 +90,7 @@ const LISTED_IDS = 1000
  * Array(String) parameter, a list over about 1 MB (some 25,000 UUIDs, a default chunk) made ClickHouse compare every
  * row with every id (30,000 UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse.
  * A chunk's random ids touch every granule anyway, so that query scans the scope's id hashes
- * (sql/clickhouse/0005_event_ids_hash.sql) and returns every row whose hash was asked: the caller matches ids
+ * (sql/clickhouse/0004_event_ids_hash.sql) and returns every row whose hash was asked: the caller matches ids
  * exactly (keysOf, then has), so a row of a colliding hash is never taken for a stored event.
  */
 export async function storedRows(ch: ClickHouse, { tenants, envs, ids }: KeyLookup): Promise<[string, string, string][]> {
