@@ -92,4 +92,11 @@ describe('lookupOf', () => {
       ids: ['a', 'b'],
     })
   })
+
+  it('gives more than 1,000 ids as JSON lines, odd ones included', () => {
+    const ids = Array.from({ length: 1_001 }, (_, i) => (i === 7 ? 'q"\\\n😀' : `id-${i}`))
+    const lookup = lookupOf(ids.map((id) => ({ tenantId: 't', environmentId: 'e', id })))
+    expect(lookup.ids).toBeUndefined()
+    expect(lookup.text!.split('\n').map((line) => (JSON.parse(line) as string[])[0])).toEqual(ids)
+  })
 })

@@ -57,11 +57,19 @@ export class EventIds {
   }
 }
 
-/** What the dedup lookup asks about: the ids of a batch and the scopes they come from. */
+/** Lookups up to this many ids name them in the statement (the primary key then skips granules); larger ones go as data. */
+const LISTED_IDS = 1000
+
+/**
+ * What the dedup lookup asks about: the scopes of a batch and its ids, either listed (up to LISTED_IDS) or as one
+ * text of JSONCompactEachRow lines (storedRows says why). The text is built where the ids are (the decode thread in
+ * Kafka mode), and one string crosses threads instead of tens of thousands.
+ */
 export interface KeyLookup {
   tenants: string[]
   envs: string[]
-  ids: string[]
+  ids?: string[]
+  text?: string
 }
 
 /**
@@ -75,35 +83,32 @@ export function lookupOf(keys: EventKey[]): KeyLookup {
     tenants.add(k.tenantId)
     envs.add(k.environmentId)
   }
-  const ids = keys.map((k) => k.id)
-  const oneScope = tenants.size <= 1 && envs.size <= 1
-  return { tenants: [...tenants], envs: [...envs], ids: oneScope ? ids : [...new Set(ids)] }
+  const all = keys.map((k) => k.id)
+  const ids = tenants.size <= 1 && envs.size <= 1 ? all : [...new Set(all)]
+  const scopes = { tenants: [...tenants], envs: [...envs] }
+  return ids.length <= LISTED_IDS ? { ...scopes, ids } : { ...scopes, text: ids.map((id) => `[${quote(id)}]`).join('\n') }
 }
-
-/** Lookups up to this many ids name them in the statement (the primary key then skips granules); larger ones go as data. */
-const LISTED_IDS = 1000
 
 /**
  * The keys of a lookup already stored, as (tenant, environment, id) rows, on the reader (it runs beside the previous
- * batch's insert). A few ids are listed (chDB binds them as one array parameter, a server takes them in the SQL text:
- * a parameter travels in the URL). A chunk's ids go in as data, one text of JSON lines read by format(): as an
- * Array(String) parameter, a list over about 1 MB (some 25,000 UUIDs, a default chunk) made ClickHouse compare every
- * row with every id (30,000 UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse.
- * A chunk's random ids touch every granule anyway, so that query scans the scope's id hashes
- * (sql/clickhouse/0004_event_ids_hash.sql) and returns every row whose hash was asked: the caller matches ids
- * exactly (keysOf, then has), so a row of a colliding hash is never taken for a stored event.
+ * batch's insert). Listed ids: chDB binds them as one array parameter, a server takes them in the SQL text (a
+ * parameter travels in the URL). A chunk's ids go in as data, read by format(): as an Array(String) parameter, a
+ * list over about 1 MB (some 25,000 UUIDs, a default chunk) made ClickHouse compare every row with every id (30,000
+ * UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse. A chunk's random ids touch
+ * every granule anyway, so that query scans the scope's id hashes (sql/clickhouse/0004_event_ids_hash.sql) and
+ * returns every row whose hash was asked: the caller matches ids exactly (keysOf, then has), so a row of a colliding
+ * hash is never taken for a stored event.
  */
-export async function storedRows(ch: ClickHouse, { tenants, envs, ids }: KeyLookup): Promise<[string, string, string][]> {
-  if (ids.length === 0) return []
-  const listed = ids.length <= LISTED_IDS
-  const text = listed ? '' : ids.map((id) => `[${quote(id)}]`).join('\n')
-  const asked = listed
-    ? `WHERE event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)} AND`
-    : `PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM format(JSONCompactEachRow, 'event_id String', ${ch.kind === 'chdb' ? '{text:String}' : sqlString(text)})) WHERE`
+export async function storedRows(ch: ClickHouse, { tenants, envs, ids, text }: KeyLookup): Promise<[string, string, string][]> {
+  if (text === undefined && !ids?.length) return []
+  const asked =
+    text === undefined
+      ? `WHERE event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids!)} AND`
+      : `PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM format(JSONCompactEachRow, 'event_id String', ${ch.kind === 'chdb' ? '{text:String}' : sqlString(text)})) WHERE`
   const rs = await ch.reader.query({
     query: `SELECT tenant_id, environment_id, event_id FROM event_ids
       ${asked} tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}`,
-    query_params: { tenants, envs, ...(ch.kind === 'chdb' ? (listed ? { ids } : { text }) : {}) },
+    query_params: { tenants, envs, ...(ch.kind === 'chdb' ? (text === undefined ? { ids } : { text }) : {}) },
     format: 'JSONCompactEachRow',
     clickhouse_settings: LONG_QUERY,
   })
