@@ -51,6 +51,13 @@ describe('POST /v1/events', () => {
     expect((await h.http('GET', '/v1/events/lookup?event_id=never-stored')).status).toBe(404)
   })
 
+  it('answers a lookup of an id longer than intake takes with 400 naming event_id', async () => {
+    const res = await h.http('GET', `/v1/events/lookup?event_id=${'a'.repeat(400)}`)
+    expect(res.status).toBe(400)
+    expect(res.body.code).toBe('validation_error')
+    expect(Object.keys(res.body.details)).toEqual(['event_id'])
+  })
+
   it('rejects timestamps more than EVENT_MAX_FUTURE in the future, accepts those within it', async () => {
     const late = new Date(Date.now() + 6 * 60_000).toISOString()
     const soon = new Date(Date.now() + 4 * 60_000).toISOString()

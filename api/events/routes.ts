@@ -1,3 +1,4 @@
+import { MAX_ID_LENGTH } from '../../core/events.ts'
 import { defineRoute, type Route } from '../http/route.ts'
 import * as service from './service.ts'
 
@@ -29,7 +30,8 @@ export const eventRoutes: Route[] = [
     tag: 'Events',
     summary: 'Whether one event id was stored, dropped as a duplicate (with each copy), or rejected and why',
     permission: 'read',
-    query: { type: 'object', required: ['event_id'], additionalProperties: false, properties: { event_id: { type: 'string', minLength: 1 } } },
+    query: { type: 'object', required: ['event_id'], additionalProperties: false, properties: { event_id: { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH + 64 } } },
+    // As long as intake takes an event_id before trimming it: nothing longer can have been stored.
     handler: ({ deps, actor, query }) => service.lookupEvent(deps, actor, query.event_id.trim()),
   }),
 ]
