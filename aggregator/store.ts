@@ -1,7 +1,6 @@
 // ClickHouse SQL of the batch writer: which event ids are already stored, and the one insert per batch.
 import type { ClickHouse } from '../infra/clickhouse.ts'
-import { chDateTime } from '../infra/clickhouse.ts'
-import { LONG_QUERY, sqlString, sqlStringArray } from '../infra/ch-literals.ts'
+import { chDateTime, LONG_QUERY, sqlString, sqlStringArray } from '../infra/ch-literals.ts'
 import type { UsageEvent } from '../core/events.ts'
 import type { UsageRow } from '../core/meters.ts'
 

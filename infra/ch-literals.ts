@@ -1,7 +1,9 @@
-// Long value lists inlined into ClickHouse SQL. A query parameter travels in the URL of a server's HTTP
+// Values as ClickHouse SQL text. Long value lists are inlined: a query parameter travels in the URL of a server's HTTP
 // request (about 1 MiB at most), too small for a batch's 10,000 event ids or a month of minute windows;
 // SQL text goes in the request body, with max_query_size raised for it.
-import { chDateTime } from './clickhouse.ts'
+
+/** A DateTime64(3, 'UTC') literal as ClickHouse parses it in JSONEachRow and in query parameters. */
+export const chDateTime = (d: Date): string => d.toISOString().replace('T', ' ').replace('Z', '')
 
 /** A ClickHouse string literal: backslash and quote escaped, every other character as it is. */
 export const sqlString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`

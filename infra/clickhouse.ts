@@ -84,6 +84,3 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
   }
   return { client, reader, kind: 'chdb', database, insertRaw, close: async () => void (await Promise.all([reader.close(), client.close()])) }
 }
-
-/** A DateTime64(3, 'UTC') literal as ClickHouse parses it in JSONEachRow and in query parameters. */
-export const chDateTime = (d: Date): string => d.toISOString().replace('T', ' ').replace('Z', '')

@@ -6,7 +6,8 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Sql, Tx } from './postgres.ts'
-import { chDateTime, type ClickHouse } from './clickhouse.ts'
+import type { ClickHouse } from './clickhouse.ts'
+import { chDateTime } from './ch-literals.ts'
 
 export const SQL_DIR = fileURLToPath(new URL('../sql', import.meta.url))
 const LOCK_KEY = 7_400_113_001

@@ -1,7 +1,7 @@
 // ClickHouse SQL for reading raw events back: keyset pages and the per-id lookup.
 import type { Scope } from '../../core/scope.ts'
 import type { ClickHouse } from '../../infra/clickhouse.ts'
-import { chDateTime } from '../../infra/clickhouse.ts'
+import { chDateTime } from '../../infra/ch-literals.ts'
 import { EVENT_COLUMNS, type StoredEventRow } from '../../aggregator/store.ts'
 
 export interface EventFilter {

@@ -2,8 +2,8 @@
 // (computed in TypeScript); each row goes to the last slice starting at or before it. Whole days come from the
 // per-day rollup, the hours of days a slice boundary cuts from the per-hour one, and so on down to raw rows for
 // the minutes a boundary cuts.
-import { chDateTime, type ClickHouse } from '../../infra/clickhouse.ts'
-import { LONG_QUERY, sqlDateTimeArray, sqlString, sqlStringArray } from '../../infra/ch-literals.ts'
+import type { ClickHouse } from '../../infra/clickhouse.ts'
+import { chDateTime, LONG_QUERY, sqlDateTimeArray, sqlString, sqlStringArray } from '../../infra/ch-literals.ts'
 import type { Scope } from '../../core/scope.ts'
 import { DAY, HOUR, MINUTE, splitUnits, type Measure, type Slice } from '../../core/usage.ts'
 
