@@ -1,6 +1,6 @@
 // ClickHouse SQL of the batch writer: which event ids are already stored, and the one insert per batch.
 import type { ClickHouse } from '../infra/clickhouse.ts'
-import { chDateTime, LONG_QUERY, sqlString, sqlStringArray } from '../infra/ch-literals.ts'
+import { chDateTime, LONG_QUERY, sqlStringArray } from '../infra/ch-literals.ts'
 import type { UsageEvent } from '../core/events.ts'
 import type { UsageRow } from '../core/meters.ts'
 
@@ -91,27 +91,30 @@ export function lookupOf(keys: EventKey[]): KeyLookup {
 /**
  * The keys of a lookup already stored, as (tenant, environment, id) rows, on the reader (it runs beside the previous
  * batch's insert). Listed ids: chDB binds them as one array parameter, a server takes them in the SQL text (a
- * parameter travels in the URL). A chunk's ids go in as data, read by format(): as an Array(String) parameter, a
- * list over about 1 MB (some 25,000 UUIDs, a default chunk) made ClickHouse compare every row with every id (30,000
- * UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse. A chunk's random ids touch
+ * parameter travels in the URL). A chunk's ids go in as rows (ClickHouse.withRows: a file on chDB): as an
+ * Array(String) parameter, a list over about 1 MB (some 25,000 UUIDs, a default chunk) made ClickHouse compare every
+ * row with every id (30,000 UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse. A chunk's random ids touch
  * every granule anyway, so that query scans the scope's id hashes (sql/clickhouse/0004_event_ids_hash.sql) and
  * returns every row whose hash was asked: the caller matches ids exactly (keysOf, then has), so a row of a colliding
  * hash is never taken for a stored event.
  */
 export async function storedRows(ch: ClickHouse, { tenants, envs, ids, text }: KeyLookup): Promise<[string, string, string][]> {
-  if (text === undefined && !ids?.length) return []
-  const asked =
-    text === undefined
-      ? `WHERE event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids!)} AND`
-      : `PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM format(JSONCompactEachRow, 'event_id String', ${ch.kind === 'chdb' ? '{text:String}' : sqlString(text)})) WHERE`
-  const rs = await ch.reader.query({
-    query: `SELECT tenant_id, environment_id, event_id FROM event_ids
-      ${asked} tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}`,
-    query_params: { tenants, envs, ...(ch.kind === 'chdb' ? (text === undefined ? { ids } : { text }) : {}) },
-    format: 'JSONCompactEachRow',
-    clickhouse_settings: LONG_QUERY,
-  })
-  return rs.json<[string, string, string]>()
+  const rowsWhere = async (asked: string): Promise<[string, string, string][]> => {
+    const rs = await ch.reader.query({
+      query: `SELECT tenant_id, environment_id, event_id FROM event_ids
+        ${asked} tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}`,
+      query_params: { tenants, envs, ...(ch.kind === 'chdb' && text === undefined ? { ids } : {}) },
+      format: 'JSONCompactEachRow',
+      clickhouse_settings: LONG_QUERY,
+    })
+    return rs.json<[string, string, string]>()
+  }
+  if (text !== undefined) {
+    return ch.withRows({ format: 'JSONCompactEachRow', structure: 'event_id String', text }, (asked) =>
+      rowsWhere(`PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM ${asked}) WHERE`),
+    )
+  }
+  return ids?.length ? rowsWhere(`WHERE event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)} AND`) : []
 }
 
 export function keysOf(rows: [string, string, string][]): EventIds {
@@ -189,8 +192,10 @@ export async function insertBatch(ch: ClickHouse, rows: string | Uint8Array, tok
     settings: {
       insert_deduplication_token: token,
       deduplicate_blocks_in_dependent_materialized_views: 1,
-      // One block per batch whatever its size, so the token covers the batch as a whole.
+      // One block per batch whatever its size, so the token covers the batch as a whole (max_block_size: rows
+      // read from a file, as on chDB, came in blocks of 65,409).
       max_insert_block_size: '10000000',
+      max_block_size: '10000000',
       min_insert_block_size_rows: '0',
       min_insert_block_size_bytes: '0',
       // The views fill their tables side by side rather than one after the other.

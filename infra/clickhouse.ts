@@ -1,9 +1,11 @@
 // The ClickHouse client: a server when CLICKHOUSE_URL is set, else chDB in-process under DATA_DIR.
 // Both are driven through @clickhouse/client, so the same SQL and the same calls run on both.
-import { createClient, parseError, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client'
-import { mkdirSync } from 'node:fs'
+import { ClickHouseError, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client'
+import { mkdirSync, rmSync } from 'node:fs'
+import { rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Config } from '../core/config.ts'
+import { sqlString } from './ch-literals.ts'
 
 export interface ClickHouse {
   client: ClickHouseClient
@@ -16,10 +18,16 @@ export interface ClickHouse {
   database: string
   /**
    * One INSERT of rows already encoded in `format`, its settings on this statement only. On chDB the rows
-   * go to the engine's parser as they are: through the client (statement text prefixed with `SET …;` per
-   * setting) a batch's insert took several times longer, and the settings stayed set in the session.
+   * go through a file (`FROM INFILE`): given in the statement, ClickHouse handled them as query text first,
+   * which cost more than parsing them (50,000 events: 4.7 µs of CPU an event inline, 2.9 from a file).
    */
   insertRaw(insert: RawInsert): Promise<void>
+  /**
+   * Runs `use` with a table expression that reads `rows` (text in `format`, columns as in `structure`): on
+   * chDB a file() of them (the 50,000 ids of a chunk's lookup: ~15 ms as statement text, ~2 ms from a
+   * file); on a server a format() of them inline, as the request body carries the statement.
+   */
+  withRows<T>(rows: RowsText, use: (table: string) => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 
@@ -28,9 +36,30 @@ export interface RawInsert {
   /** The columns the rows give, in their order (JSONCompactEachRow); absent: every column, by name. */
   columns?: readonly string[]
   format: 'JSONEachRow' | 'JSONCompactEachRow'
-  /** The rows, one a line: text, or its UTF-8 bytes (chDB reads them without a copy). */
+  /** The rows, one a line: text, or its UTF-8 bytes. */
   rows: string | Uint8Array
   settings: ClickHouseSettings
+}
+
+export interface RowsText {
+  format: 'JSONCompactEachRow'
+  structure: string
+  text: string
+}
+
+/**
+ * chDB's errors as this package's ClickHouseError: chdb/connection raises its own load of the class (CommonJS
+ * beside this ESM import), which `instanceof` does not recognise, and the batch writer tells data errors by it.
+ */
+const ownError = (err: unknown): unknown =>
+  err instanceof Error && !(err instanceof ClickHouseError) && 'code' in err && 'type' in err
+    ? new ClickHouseError({ message: err.message, code: String(err.code), type: String(err.type) })
+    : err
+
+/** A statement's SETTINGS clause. */
+const settingsClause = (settings: ClickHouseSettings): string => {
+  const set = Object.entries(settings).filter((e): e is [string, string | number | boolean] => e[1] !== undefined)
+  return set.length === 0 ? '' : ` SETTINGS ${set.map(([k, v]) => `${k} = ${typeof v === 'string' ? sqlString(v) : Number(v)}`).join(', ')}`
 }
 
 export async function openClickHouse(config: Config): Promise<ClickHouse> {
@@ -52,7 +81,9 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
       const values = typeof rows === 'string' ? rows : Buffer.from(rows.buffer, rows.byteOffset, rows.byteLength).toString('utf8')
       await client.command({ query: `INSERT INTO ${table}${columns ? ` (${columns.join(', ')})` : ''} FORMAT ${format}\n${values}`, clickhouse_settings: settings })
     }
-    return { client, reader: client, kind: 'server', database, insertRaw, close: () => client.close() }
+    const withRows = <T>({ format, structure, text }: RowsText, use: (table: string) => Promise<T>): Promise<T> =>
+      use(`format(${format}, ${sqlString(structure)}, ${sqlString(text)})`)
+    return { client, reader: client, kind: 'server', database, insertRaw, withRows, close: () => client.close() }
   }
   // chDB binds one data directory per process: one client for the whole process.
   const { createChdbConnection } = await import('chdb/connection')
@@ -71,16 +102,31 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     // every query (+0.3 ms on a 4 ms usage query).
     await client.command({ query: 'SET async_insert = 0' })
     await client.command({ query: 'SET output_format_json_quote_64bit_integers = 1' })
-    return { connection, client }
+    return client
   }
-  const { connection, client } = await connect()
-  const reader = (await connect()).client
-  const insertRaw = async ({ table, columns, format, rows, settings }: RawInsert): Promise<void> => {
-    const chdbSettings = Object.fromEntries(Object.entries(settings).filter((e): e is [string, string | number | boolean] => e[1] !== undefined))
-    // Errors as the client reports them (ClickHouseError with code and type), whichever path inserted.
-    await connection.chdb
-      .rawInsert({ table, columns, format, values: rows, settings: chdbSettings })
-      .catch((err: unknown) => Promise.reject(parseError(err instanceof Error ? err : String(err))))
+  const client = await connect()
+  const reader = await connect()
+  // Files handed to chDB, each removed once its statement is done; what a crash left is removed at the next start.
+  const files = resolve(join(config.dataDir, 'clickhouse-io'))
+  rmSync(files, { recursive: true, force: true })
+  mkdirSync(files, { recursive: true })
+  let lastFile = 0
+  const throughFile = async <T>(data: string | Uint8Array, use: (path: string) => Promise<T>): Promise<T> => {
+    const path = join(files, String(++lastFile))
+    try {
+      await writeFile(path, data)
+      return await use(sqlString(path))
+    } finally {
+      await rm(path, { force: true })
+    }
   }
-  return { client, reader, kind: 'chdb', database, insertRaw, close: async () => void (await Promise.all([reader.close(), client.close()])) }
+  const insertRaw = ({ table, columns, format, rows, settings }: RawInsert): Promise<void> =>
+    throughFile(rows, async (path) => {
+      await client
+        .command({ query: `INSERT INTO ${table}${columns ? ` (${columns.join(', ')})` : ''} FROM INFILE ${path}${settingsClause(settings)} FORMAT ${format}` })
+        .catch((err: unknown) => Promise.reject(ownError(err)))
+    })
+  const withRows = <T>({ format, structure, text }: RowsText, use: (table: string) => Promise<T>): Promise<T> =>
+    throughFile(text, (path) => use(`file(${path}, ${format}, ${sqlString(structure)})`))
+  return { client, reader, kind: 'chdb', database, insertRaw, withRows, close: async () => void (await Promise.all([reader.close(), client.close()])) }
 }
