@@ -9,7 +9,7 @@ import { decodeRecord, type UsageEvent } from '../core/events.ts'
 import type { MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
 import { candidatesOf, freshOf, outcomesOf, partToken, refusedRow, scopesOf, type BatchCounts, type BatchRows, type Candidates, type Rejected, type RefusedRow } from './outcomes.ts'
-import { batchLine, EventIds, keysOf, lookupOf, type KeyLookup, type Outcome } from './store.ts'
+import { batchLine, EventIds, keyOf, keysOf, lookupOf, type EventKey, type KeyLookup, type Outcome } from './store.ts'
 
 /**
  * Record values as one buffer of their own (so it moves to the decode thread): record i is bytes
@@ -273,6 +273,18 @@ export class ChunkStore {
     return refusedRow(outcomes[i], reason, expiresAt)
   }
 
+  /** For each event, the index in the fetch of the chunk's record that holds it (events ClickHouse refused: rare). */
+  recordsOf(id: number, events: EventKey[]): number[] {
+    const { fetch, from, to } = this.chunk(id)
+    const holders = new Map(events.map((e) => [keyOf(e), -1]))
+    for (let i = from; i < to; i++) {
+      for (const d of decodeRecord(fetch.bytes.toString('utf8', fetch.starts[i], fetch.ends[i]))) {
+        if (d.ok && holders.get(keyOf(d.event)) === -1) holders.set(keyOf(d.event), i)
+      }
+    }
+    return events.map((e) => holders.get(keyOf(e))!)
+  }
+
   /** Lets a chunk or a fetch go (ids are unique across both). */
   release(id: number): void {
     this.chunks.delete(id)
@@ -363,7 +375,7 @@ export function startChunkThread(): ChunkThread {
       worker.postMessage({ id, method, args }, transferables(args))
       return answer
     }
-  const methods: (keyof ChunkStore)[] = ['fetch', 'next', 'candidates', 'prepare', 'partToken', 'refused', 'release', 'held']
+  const methods: (keyof ChunkStore)[] = ['fetch', 'next', 'candidates', 'prepare', 'partToken', 'refused', 'recordsOf', 'release', 'held']
   return {
     calls: Object.fromEntries(methods.map((m) => [m, call(m)])) as ChunkCalls,
     close: async () => {

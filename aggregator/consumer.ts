@@ -13,7 +13,8 @@
 // which keeps the events; this thread fetches, runs the dedup lookup and the insert on chDB (one per
 // process, owned by this thread), reads the meters, and commits. Only ids, scopes and bytes cross.
 import type { Consumer, EachBatchPayload, KafkaMessage, Producer } from 'kafkajs'
-import { decodeRecord, encodeEvent, type UsageEvent } from '../core/events.ts'
+import { encodeEvent } from '../core/events.ts'
+import { eventKey } from '../ingest/kafka-sink.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { chunkRows, packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
@@ -44,6 +45,27 @@ interface InFlight {
   /** The pipeline's run it belongs to: a failure ends the run, and chunks of an ended run are read again. */
   run: number
 }
+
+/**
+ * What a chunk's dead letters need of its records: the pipeline holds this, not kafkajs' messages, which held
+ * on for two or three fetches (objects and buffers per record) and were copied by every young-generation collection.
+ */
+interface ChunkRecords {
+  thread: ChunkThread
+  id: number
+  /** Index in the fetch of the chunk's first record, and every record's offset from there on. */
+  from: number
+  offsets: BigInt64Array
+  dead: (Dead & { key: Buffer | null })[]
+}
+
+const chunkRecords = (thread: ChunkThread, c: DecodedChunk, fetched: KafkaMessage[]): ChunkRecords => ({
+  thread,
+  id: c.id,
+  from: c.from,
+  offsets: BigInt64Array.from(fetched.slice(c.from, c.to), (m) => BigInt(m.offset)),
+  dead: c.dead.map((d) => ({ ...d, key: fetched[d.record].key })),
+})
 
 export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: AggregatorOptions = {}): Promise<() => Promise<void>> {
   await kafka.ensureTopics()
@@ -99,19 +121,20 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     },
   }
 
-  /** Dead records and refused events to the dead-letter topic, each with the reason and the record it came from. */
-  const deadLetter = async (topic: string, partition: number, fetched: KafkaMessage[], chunk: KafkaMessage[], dead: Dead[], refused: Refused[]): Promise<void> => {
-    // Refusals are rare: the record of each is found by reading the chunk again.
-    const holds = (m: KafkaMessage, e: UsageEvent) =>
-      decodeRecord(m.value?.toString('utf8') ?? '').some((d) => d.ok && d.event.id === e.id && d.event.tenantId === e.tenantId && d.event.environmentId === e.environmentId)
-    const recordOf = (e: UsageEvent) => chunk.find((m) => holds(m, e))!
-    const source = (message: KafkaMessage, reason: string) => ({
-      key: message.key,
-      headers: { reason, source_topic: topic, source_partition: String(partition), source_offset: message.offset },
+  /**
+   * Dead records and refused events to the dead-letter topic, each with the reason and the record it came from (a
+   * refused event's record is found by the decode thread, which reads the chunk again: refusals are rare).
+   */
+  const deadLetter = async (topic: string, partition: number, chunk: ChunkRecords, refused: Refused[]): Promise<void> => {
+    const source = (key: Buffer | string | null, offset: bigint, reason: string) => ({
+      key,
+      headers: { reason, source_topic: topic, source_partition: String(partition), source_offset: String(offset) },
     })
+    const records = refused.length === 0 ? [] : await chunk.thread.calls.recordsOf(chunk.id, refused.map((r) => r.event))
     const messages = [
-      ...dead.map((d) => ({ ...source(fetched[d.record], d.reason), value: d.value })),
-      ...refused.map((r) => ({ ...source(recordOf(r.event), r.reason), value: encodeEvent(r.event) })),
+      ...chunk.dead.map((d) => ({ ...source(d.key, chunk.offsets[d.record - chunk.from], d.reason), value: d.value })),
+      // The key intake gives the event's record (ingest/kafka-sink.ts).
+      ...refused.map((r, i) => ({ ...source(eventKey(r.event), chunk.offsets[records[i] - chunk.from], r.reason), value: encodeEvent(r.event) })),
     ]
     if (messages.length === 0) return
     for (const m of messages) deps.logger.warn({ partition, offset: m.headers.source_offset, reason: m.headers.reason }, 'record sent to the dead-letter topic')
@@ -157,8 +180,8 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
       // (Each turn has its own `c`: the chunk's insert below reads it after the loop moved on.)
       for (let c = await t.calls.next(fetch); c; c = await t.calls.next(fetch)) {
         unjoined = c.id
-        const chunk = b.messages.slice(c.from, c.to)
-        const range = { partition: b.partition, first: chunk[0].offset, last: chunk[chunk.length - 1].offset }
+        const range = { partition: b.partition, first: b.messages[c.from].offset, last: b.messages[c.to - 1].offset }
+        const records = chunkRecords(t, c, b.messages)
         let ahead: InFlight[]
         let prepared: ChunkRows
         let current: number
@@ -178,7 +201,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
           const ready = refusedAhead ? await prepare(t, c) : prepared
           const refused = await storeRows(deps, chunkRows(t.calls, c.id, ready), `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, policy)
-          await deadLetter(b.topic, b.partition, b.messages, chunk, c.dead, refused)
+          await deadLetter(b.topic, b.partition, records, refused)
           deps.logger.debug({ ...range, ...ready.result, refused: refused.length }, 'usage batch stored')
           await options.afterInsert?.(range)
           await consumer.commitOffsets([{ topic: b.topic, partition: b.partition, offset: (BigInt(range.last) + 1n).toString() }])

@@ -58,6 +58,8 @@ describe.skipIf(!brokers)('an event ClickHouse refuses, in Kafka mode', () => {
   })
 
   it('goes to the dead-letter topic and is looked up as rejected; the rest of its batch is counted exactly', async () => {
+    // A record before the batch's (same key, same partition), so the batch's record is at offset 1.
+    expect((await h.http('POST', '/v1/events', { body: { event_name: 'warmup', external_customer_id: 'acme', timestamp: RANGE.start_time } })).status).toBe(202)
     const res = await h.http('POST', '/v1/events/bulk', { body: body('r') })
     expect(res.status, JSON.stringify(res.body)).toBe(202)
     expect(res.body.failed).toEqual([])
@@ -74,11 +76,15 @@ describe.skipIf(!brokers)('an event ClickHouse refuses, in Kafka mode', () => {
     const consumer = kafka.consumer({ groupId: `dlq-reader-${process.pid}-${Date.now()}` })
     await consumer.connect()
     await consumer.subscribe({ topic: `${topic}-dlq`, fromBeginning: true })
-    const dead: { id: string; reason: string }[] = []
-    await consumer.run({ eachMessage: async ({ message }) => void dead.push({ id: JSON.parse(String(message.value)).id, reason: String(message.headers?.reason) }) })
+    const dead: { id: string; reason: string; key: string; offset: string }[] = []
+    await consumer.run({
+      eachMessage: async ({ message: m }) =>
+        void dead.push({ id: JSON.parse(String(m.value)).id, reason: String(m.headers?.reason), key: String(m.key), offset: String(m.headers?.source_offset) }),
+    })
     await until('the refused event is read back from the dead-letter topic', async () => dead.length >= 1, 30_000)
     await consumer.disconnect()
-    expect(dead).toEqual([{ id: `r-${BAD}`, reason: lookup.reason }])
+    // With the key and offset of the record it came from.
+    expect(dead).toEqual([{ id: `r-${BAD}`, reason: lookup.reason, key: expect.stringMatching(/^tenant_\w+:env_\w+:acme$/), offset: '1' }])
   })
 
   it('counts nothing twice when the same batch is sent again', async () => {
