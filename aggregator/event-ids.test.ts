@@ -93,10 +93,13 @@ describe('lookupOf', () => {
     })
   })
 
-  it('gives more than 1,000 ids as JSON lines, odd ones included', () => {
-    const ids = Array.from({ length: 1_001 }, (_, i) => (i === 7 ? 'q"\\\n😀' : `id-${i}`))
-    const lookup = lookupOf(ids.map((id) => ({ tenantId: 't', environmentId: 'e', id })))
-    expect(lookup.ids).toBeUndefined()
-    expect(lookup.text!.split('\n').map((line) => (JSON.parse(line) as string[])[0])).toEqual(ids)
+  it('gives more than 1,000 ids as TabSeparated lines, odd ones escaped', () => {
+    const plain = Array.from({ length: 1_001 }, (_, i) => `id-${i}`)
+    const of = (ids: string[]) => lookupOf(ids.map((id) => ({ tenantId: 't', environmentId: 'e', id })))
+    expect(of(plain).ids).toBeUndefined()
+    expect(of(plain).text).toBe(plain.join('\n'))
+    const odd = plain.map((id, i) => (i === 7 ? 'q"\\\n😀\tx\r' : id))
+    expect(of(odd).text!.split('\n')[7]).toBe('q"\\\\\\n😀\\tx\\r')
+    expect(of(odd).text!.split('\n')).toHaveLength(1_001)
   })
 })

@@ -61,7 +61,7 @@ const LISTED_IDS = 1000
 
 /**
  * What the dedup lookup asks about: the scopes of a batch and its ids, either listed (up to LISTED_IDS) or as one
- * text of JSONCompactEachRow lines (storedRows says why). The text is built where the ids are (the decode thread in
+ * text of TabSeparated lines (storedRows says why). The text is built where the ids are (the decode thread in
  * Kafka mode), and one string crosses threads instead of tens of thousands.
  */
 export interface KeyLookup {
@@ -85,7 +85,22 @@ export function lookupOf(keys: EventKey[]): KeyLookup {
   const all = keys.map((k) => k.id)
   const ids = tenants.size <= 1 && envs.size <= 1 ? all : [...new Set(all)]
   const scopes = { tenants: [...tenants], envs: [...envs] }
-  return ids.length <= LISTED_IDS ? { ...scopes, ids } : { ...scopes, text: ids.map((id) => `[${quote(id)}]`).join('\n') }
+  return ids.length <= LISTED_IDS ? { ...scopes, ids } : { ...scopes, text: tsvLines(ids) }
+}
+
+const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
+const TSV_SPECIAL = /[\\\t\n\r]/g
+
+/**
+ * Strings as TabSeparated lines: joined as they are when none holds a backslash, tab or line break (one join and
+ * one scan, not a quoted copy of each), else each escaped.
+ */
+function tsvLines(values: string[]): string {
+  const joined = values.join('\n')
+  let breaks = 0
+  for (let at = joined.indexOf('\n'); at !== -1; at = joined.indexOf('\n', at + 1)) breaks++
+  if (breaks === values.length - 1 && !/[\\\t\r]/.test(joined)) return joined
+  return values.map((v) => v.replace(TSV_SPECIAL, (c) => TSV_ESCAPES[c])).join('\n')
 }
 
 /**
@@ -110,7 +125,7 @@ export async function storedRows(ch: ClickHouse, { tenants, envs, ids, text }: K
     return rs.json<[string, string, string]>()
   }
   if (text !== undefined) {
-    return ch.withRows({ format: 'JSONCompactEachRow', structure: 'event_id String', text }, (asked) =>
+    return ch.withRows({ format: 'TabSeparated', structure: 'event_id String', text }, (asked) =>
       rowsWhere(`PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM ${asked}) WHERE`),
     )
   }

@@ -42,7 +42,7 @@ export interface RawInsert {
 }
 
 export interface RowsText {
-  format: 'JSONCompactEachRow'
+  format: 'JSONCompactEachRow' | 'TabSeparated'
   structure: string
   text: string
 }
