@@ -58,10 +58,16 @@ export function candidatesOf(events: UsageEvent[], pending: readonly EventIds[] 
   const candidates: UsageEvent[] = []
   const duplicates: UsageEvent[] = []
   for (const e of events) {
-    if (!pending.some((p) => p.has(e)) && keys.add(e)) candidates.push(e)
+    if (!inAny(pending, e) && keys.add(e)) candidates.push(e)
     else duplicates.push(e)
   }
   return { candidates, keys, duplicates }
+}
+
+/** Whether any of the sets holds the key (a loop, not a closure per event). */
+function inAny(sets: readonly EventIds[], k: UsageEvent): boolean {
+  for (const ids of sets) if (ids.has(k)) return true
+  return false
 }
 
 /** The candidates the lookup did not find stored; the others join the duplicates. */
