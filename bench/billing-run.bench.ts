@@ -4,8 +4,6 @@
 // 2024 are generated in ClickHouse through the same event_batches views the batch writer uses. Each
 // subscription owes two invoices (the March advance and the April cycle with March's usage), finalized
 // at once (grace 0), so the run makes 20,000 invoices, each with its usage read from the usage service.
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fixedClock } from '../core/clock.ts'
 import { loadConfig } from '../core/config.ts'
@@ -16,12 +14,12 @@ import { createOffering, PLAN } from '../api/offerings/service.ts'
 import { createSubscription } from '../api/subscriptions/service.ts'
 import { startRoles } from '../roles.ts'
 import { cpus, loadavg } from 'node:os'
-import { fmt, report } from './common.ts'
+import { benchDataDir, fmt, report } from './common.ts'
 
 const N = Number(process.env.BENCH_SUBSCRIPTIONS ?? 10_000)
 const EVENTS_PER_CUSTOMER = 10
 const clock = fixedClock('2024-04-01T00:00:10Z')
-const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: mkdtempSync(join(tmpdir(), 'meterbill-bench-billing-')), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0', INVOICE_GRACE_PERIOD_MINUTES: '0' }
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('billing'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0', INVOICE_GRACE_PERIOD_MINUTES: '0' }
 const running = await startRoles(loadConfig(env), ['api'], { clock })
 const { deps } = running
 const tenant = running.bootstrap!

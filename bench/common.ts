@@ -1,7 +1,22 @@
 // Shared by the benchmarks: percentiles, a keep-alive HTTP load generator, and the section each bench
 // appends to BENCHMARKS.md (through BENCH_OUT, set by run.ts).
-import { appendFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { request, Agent } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/**
+ * A bench's DATA_DIR, removed when its process exits. Under `npm run bench` they all go in one directory that
+ * run.ts removes after the last section instead: on this machine's ext4 (no journal) creating a file scans past
+ * the inodes deleted in the last minutes, and one section removing its thousands of files cost the next one 7–10%
+ * of its CPU (BENCHMARKS.md, section 2).
+ */
+export function benchDataDir(name: string): string {
+  const root = process.env.BENCH_DATA_ROOT
+  const dir = mkdtempSync(join(root ?? tmpdir(), `meterbill-bench-${name}-`))
+  if (!root) process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
 
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN

@@ -1,9 +1,6 @@
 // The server process of the entitlement lookup benchmark: the api role on embedded engines, seeded with
 // CUSTOMERS customers, each on two plans (one with an addon held twice): 12 features granted through
 // 16 entitlements, so one lookup merges 16 sources. Prints {port, key, customers, features} as one JSON line.
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { createCustomer } from '../api/customers/service.ts'
 import { createFeature } from '../api/features/service.ts'
 import { createMeter } from '../api/meters/service.ts'
@@ -11,9 +8,10 @@ import { ADDON, createOffering, PLAN } from '../api/offerings/service.ts'
 import { createSubscription } from '../api/subscriptions/service.ts'
 import { loadConfig } from '../core/config.ts'
 import { startRoles } from '../roles.ts'
+import { benchDataDir } from './common.ts'
 
 const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 200)
-const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: mkdtempSync(join(tmpdir(), 'meterbill-bench-ent-')), KAFKA_BROKERS: '', RATE_LIMIT_PER_SECOND: '1000000' }
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('ent'), KAFKA_BROKERS: '', RATE_LIMIT_PER_SECOND: '1000000' }
 const running = await startRoles(loadConfig(env), ['api'])
 const { deps } = running
 const tenant = running.bootstrap!

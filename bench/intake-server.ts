@@ -1,13 +1,11 @@
 // A server process for the intake benchmark: `direct`, `kafka`, or `ceiling` (the same app, parsing,
 // authenticating and validating every event, with a sink that discards them: the cost of everything but
 // storage). Prints {port, key} as one JSON line.
-import { mkdtempSync, rmSync } from 'node:fs'
 import { Kafka, logLevel } from 'kafkajs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { loadConfig } from '../core/config.ts'
 import { attachSink } from '../ingest/sink.ts'
 import { startRoles } from '../roles.ts'
+import { benchDataDir } from './common.ts'
 
 const mode = process.argv[2] as 'direct' | 'kafka' | 'ceiling'
 const env: Record<string, string | undefined> = {
@@ -15,7 +13,7 @@ const env: Record<string, string | undefined> = {
   PORT: '0',
   HOST: '127.0.0.1',
   LOG_LEVEL: 'silent',
-  DATA_DIR: mkdtempSync(join(tmpdir(), `meterbill-bench-${mode}-`)),
+  DATA_DIR: benchDataDir(mode),
   RATE_LIMIT_PER_SECOND: '1000000',
   KAFKA_BROKERS: mode === 'kafka' ? process.env.KAFKA_BROKERS : '',
   KAFKA_TOPIC: `usage-events-bench-${process.pid}`,
@@ -23,9 +21,8 @@ const env: Record<string, string | undefined> = {
 const running = await startRoles(loadConfig(env), ['ingest'])
 if (mode === 'ceiling') attachSink(running.deps, { kind: 'direct', write: async () => {}, close: async () => {} })
 process.stdout.write(`${JSON.stringify({ port: running.port, key: running.bootstrap!.apiKey })}\n`)
-/** Leaves nothing behind: a benchmark writes gigabytes (its data directory, its topics on the shared broker). */
+/** Leaves nothing behind on the shared broker (its topics); the data directory goes with the process (benchDataDir). */
 async function cleanUp(): Promise<void> {
-  rmSync(env.DATA_DIR!, { recursive: true, force: true })
   if (mode !== 'kafka') return
   const admin = new Kafka({ brokers: env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING }).admin()
   await admin.connect()

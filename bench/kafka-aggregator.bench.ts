@@ -3,9 +3,6 @@
 // of single events sent over HTTP while the aggregator idles. Needs KAFKA_BROKERS.
 import { spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Kafka, logLevel } from 'kafkajs'
 import { loadConfig } from '../core/config.ts'
 import { encodeEvent } from '../core/events.ts'
@@ -13,7 +10,7 @@ import { createMeter } from '../api/meters/service.ts'
 import { startRoles } from '../roles.ts'
 import { eventKey } from '../ingest/kafka-sink.ts'
 import { consumerGroup } from '../aggregator/consumer.ts'
-import { fmt, percentile, report } from './common.ts'
+import { benchDataDir, fmt, percentile, report } from './common.ts'
 
 // The aggregator runs in this process: with the young generation production processes get (the Dockerfile's
 // NODE_OPTIONS; docs/usage.md), V8 taking it only at start, hence a new process when it is missing.
@@ -30,7 +27,7 @@ if (!brokers) {
   process.exit(0)
 }
 const topic = `usage-events-bench-agg-${process.pid}-${Date.now()}`
-const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: mkdtempSync(join(tmpdir(), 'meterbill-bench-agg-')), KAFKA_TOPIC: topic, METER_BACKFILL_SETTLE_SECONDS: '0', RATE_LIMIT_PER_SECOND: '1000000' }
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('agg'), KAFKA_TOPIC: topic, METER_BACKFILL_SETTLE_SECONDS: '0', RATE_LIMIT_PER_SECOND: '1000000' }
 const config = loadConfig(env)
 
 // The program without the aggregator first: it creates the tenant, the topics and a meter.
@@ -94,7 +91,6 @@ lags.sort((a, b) => a - b)
 await admin.deleteTopics({ topics: [topic, `${topic}-dlq`] }).catch(() => {})
 await admin.disconnect()
 await running.stop()
-rmSync(env.DATA_DIR, { recursive: true, force: true })
 
 report(`## 2. Kafka → ClickHouse
 

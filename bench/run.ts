@@ -1,8 +1,8 @@
 // `npm run bench`: runs every bench/*.bench.ts in its own process (each opens its own embedded engines)
 // and writes their sections, with the machine and the date, to BENCHMARKS.md.
 import { execFileSync } from 'node:child_process'
-import { cpus, loadavg, totalmem, release } from 'node:os'
-import { readdirSync, writeFileSync, readFileSync } from 'node:fs'
+import { cpus, loadavg, totalmem, release, tmpdir } from 'node:os'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 
@@ -20,12 +20,15 @@ writeFileSync(
     `Date: ${new Date().toISOString()}. Load average at start: ${loadavg().map((l) => l.toFixed(1)).join(', ')} (other work on the machine skews ` +
     `every number). Embedded engines (PGlite, chDB) unless noted; load generator on the same machine.\n\n`,
 )
+// Every section's data, removed after the last one (bench/common.ts, benchDataDir, says why).
+const dataRoot = mkdtempSync(join(tmpdir(), 'meterbill-bench-run-'))
 for (const f of files) {
   process.stderr.write(`bench: ${f}\n`)
   try {
-    execFileSync(process.execPath, ['--import', 'tsx', join(dir, f)], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, BENCH_OUT: out }, cwd: root })
+    execFileSync(process.execPath, ['--import', 'tsx', join(dir, f)], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, BENCH_OUT: out, BENCH_DATA_ROOT: dataRoot }, cwd: root })
   } catch (err) {
     writeFileSync(out, `${readFileSync(out, 'utf8')}## ${f}\n\nFailed: ${(err as Error).message.split('\n')[0]}\n\n`)
   }
 }
+rmSync(dataRoot, { recursive: true, force: true })
 process.stderr.write(`bench: wrote ${out}\n`)

@@ -2,14 +2,12 @@
 // function for one customer's month, for the whole environment and for a billing-anchored month, from the
 // rollups and from raw meter_usage rows. The events are generated inside ClickHouse (INSERT … SELECT FROM numbers) through
 // the same Null table and views the batch writer uses.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../core/config.ts'
 import { createMeter, getMeter } from '../api/meters/service.ts'
 import { meterUsage } from '../api/usage/service.ts'
 import { startRoles } from '../roles.ts'
-import { fmt, percentile, report } from './common.ts'
+import { benchDataDir, fmt, percentile, report } from './common.ts'
 
 const N = Number(process.env.BENCH_QUERY_EVENTS ?? 10_000_000)
 const CUSTOMERS = 10
@@ -17,7 +15,7 @@ const CUSTOMERS = 10
 const RUNS = 200
 /** Raw recounts take seconds each over the whole environment: fewer runs. */
 const RAW_RUNS = 10
-const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: mkdtempSync(join(tmpdir(), 'meterbill-bench-query-')), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' }
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('query'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' }
 const running = await startRoles(loadConfig(env), ['api'])
 const { deps } = running
 const tenant = running.bootstrap!
@@ -96,7 +94,6 @@ for (const c of cases) {
   rows.push(`| ${c.label} | ${fmt(views.p50, 1)} | ${fmt(views.p99, 1)} | ${fmt(raw.p50, 1)} | ${fmt(raw.p99, 1)} | ${views.value} |`)
 }
 await running.stop()
-rmSync(env.DATA_DIR, { recursive: true, force: true })
 
 report(`## 3. Monthly usage query
 

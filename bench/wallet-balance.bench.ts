@@ -3,10 +3,8 @@
 // over HTTP on the embedded engines. The wallet has a long ledger (top-ups with mixed priorities and expiries,
 // debits consuming them), its customer a subscription with two usage lines over 200,000 events this period,
 // and three unpaid invoices.
-import { mkdtempSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { fixedClock } from '../core/clock.ts'
 import { loadConfig } from '../core/config.ts'
 import { createCustomer } from '../api/customers/service.ts'
@@ -20,7 +18,7 @@ import { createWallet, debitWallet, topUpWallet } from '../api/wallets/service.t
 import { WALLETS, type WalletRow } from '../api/wallets/store.ts'
 import { ingestEvents } from '../ingest/service.ts'
 import { startRoles } from '../roles.ts'
-import { fmt, percentile, report } from './common.ts'
+import { benchDataDir, fmt, percentile, report } from './common.ts'
 
 // Stated in the section itself: it is also appended on its own (BENCH_OUT=BENCHMARKS.md), without run.ts's header.
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, load average ${loadavg()[0].toFixed(1)} at the start (the cores are shared)`
@@ -29,7 +27,7 @@ const TOPUPS = 1000
 const DEBITS = 600
 const RUNS = 200
 const clock = fixedClock('2024-03-20T12:00:00Z')
-const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: mkdtempSync(join(tmpdir(), 'meterbill-bench-wallet-')), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' }
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('wallet'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' }
 const running = await startRoles(loadConfig(env), ['api', 'ingest'], { clock })
 const { deps } = running
 const tenant = running.bootstrap!
