@@ -108,8 +108,8 @@ function tsvLines(values: string[]): string {
  * batch's insert). Listed ids: chDB binds them as one array parameter, a server takes them in the SQL text (a
  * parameter travels in the URL). A chunk's ids go in as rows (ClickHouse.withRows: a file on chDB): as an
  * Array(String) parameter, a list over about 1 MB (some 25,000 UUIDs, a default chunk) made ClickHouse compare every
- * row with every id (30,000 UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse. A chunk's random ids touch
- * every granule anyway, so that query scans the scope's id hashes (sql/clickhouse/0004_event_ids_hash.sql) and
+ * row with every id (30,000 UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse.
+ * A chunk's random ids touch every granule anyway, so that query scans the scope's id hashes (sql/clickhouse/0004_event_ids_hash.sql) and
  * returns every row whose hash was asked: the caller matches ids exactly (keysOf, then has), so a row of a colliding
  * hash is never taken for a stored event.
  */
