@@ -4,6 +4,10 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { request, Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Kafka, logLevel } from 'kafkajs'
+
+/** Every bench topic's name starts so: run.ts deletes them all after the last section. */
+export const BENCH_TOPIC_PREFIX = 'usage-events-bench-'
 
 /**
  * A bench's DATA_DIR, removed when its process exits. Under `npm run bench` they all go in one directory that
@@ -16,6 +20,19 @@ export function benchDataDir(name: string): string {
   const dir = mkdtempSync(join(root ?? tmpdir(), `meterbill-bench-${name}-`))
   if (!root) process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
   return dir
+}
+
+/**
+ * Deletes a bench's topics (and their dead-letter topics) from the shared broker, which removes their log files a
+ * minute later: under `npm run bench` that fell into the next section (a gigabyte of intake's log deleted while the
+ * aggregator drained), so there run.ts deletes every bench topic after the last section instead.
+ */
+export async function removeBenchTopics(brokers: string, topics: string[]): Promise<void> {
+  if (process.env.BENCH_DATA_ROOT && topics.every((t) => t.startsWith(BENCH_TOPIC_PREFIX))) return
+  const admin = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin()
+  await admin.connect()
+  await admin.deleteTopics({ topics: topics.flatMap((t) => [t, `${t}-dlq`]) }).catch(() => {})
+  await admin.disconnect()
 }
 
 export function percentile(sorted: number[], p: number): number {

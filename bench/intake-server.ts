@@ -1,11 +1,10 @@
 // A server process for the intake benchmark: `direct`, `kafka`, or `ceiling` (the same app, parsing,
 // authenticating and validating every event, with a sink that discards them: the cost of everything but
 // storage). Prints {port, key} as one JSON line.
-import { Kafka, logLevel } from 'kafkajs'
 import { loadConfig } from '../core/config.ts'
 import { attachSink } from '../ingest/sink.ts'
 import { startRoles } from '../roles.ts'
-import { benchDataDir } from './common.ts'
+import { BENCH_TOPIC_PREFIX, benchDataDir, removeBenchTopics } from './common.ts'
 
 const mode = process.argv[2] as 'direct' | 'kafka' | 'ceiling'
 const env: Record<string, string | undefined> = {
@@ -16,18 +15,14 @@ const env: Record<string, string | undefined> = {
   DATA_DIR: benchDataDir(mode),
   RATE_LIMIT_PER_SECOND: '1000000',
   KAFKA_BROKERS: mode === 'kafka' ? process.env.KAFKA_BROKERS : '',
-  KAFKA_TOPIC: `usage-events-bench-${process.pid}`,
+  KAFKA_TOPIC: `${BENCH_TOPIC_PREFIX}${process.pid}`,
 }
 const running = await startRoles(loadConfig(env), ['ingest'])
 if (mode === 'ceiling') attachSink(running.deps, { kind: 'direct', write: async () => {}, close: async () => {} })
 process.stdout.write(`${JSON.stringify({ port: running.port, key: running.bootstrap!.apiKey })}\n`)
-/** Leaves nothing behind on the shared broker (its topics); the data directory goes with the process (benchDataDir). */
+/** Leaves nothing behind on the shared broker: its topics (removeBenchTopics); the data directory goes with the process (benchDataDir). */
 async function cleanUp(): Promise<void> {
-  if (mode !== 'kafka') return
-  const admin = new Kafka({ brokers: env.KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING }).admin()
-  await admin.connect()
-  await admin.deleteTopics({ topics: [env.KAFKA_TOPIC!, `${env.KAFKA_TOPIC}-dlq`] }).catch(() => {})
-  await admin.disconnect()
+  if (mode === 'kafka') await removeBenchTopics(env.KAFKA_BROKERS!, [env.KAFKA_TOPIC!])
 }
 process.on('SIGTERM', () => {
   running.stop().then(cleanUp).then(() => process.exit(0), () => process.exit(1))

@@ -10,7 +10,7 @@ import { createMeter } from '../api/meters/service.ts'
 import { startRoles } from '../roles.ts'
 import { eventKey } from '../ingest/kafka-sink.ts'
 import { consumerGroup } from '../aggregator/consumer.ts'
-import { benchDataDir, fmt, percentile, report } from './common.ts'
+import { BENCH_TOPIC_PREFIX, benchDataDir, fmt, percentile, removeBenchTopics, report } from './common.ts'
 
 // The aggregator runs in this process: with the young generation production processes get (the Dockerfile's
 // NODE_OPTIONS; docs/usage.md), V8 taking it only at start, hence a new process when it is missing.
@@ -26,7 +26,7 @@ if (!brokers) {
   report('## 2. Kafka → ClickHouse\n\nNot measured: KAFKA_BROKERS is not set.')
   process.exit(0)
 }
-const topic = `usage-events-bench-agg-${process.pid}-${Date.now()}`
+const topic = `${BENCH_TOPIC_PREFIX}agg-${process.pid}-${Date.now()}`
 const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('agg'), KAFKA_TOPIC: topic, METER_BACKFILL_SETTLE_SECONDS: '0', RATE_LIMIT_PER_SECOND: '1000000' }
 const config = loadConfig(env)
 
@@ -87,9 +87,9 @@ for (let i = 0; i < 30; i++) {
   lags.push(performance.now() - t)
 }
 lags.sort((a, b) => a - b)
-// Leave nothing behind on the shared broker or the disk: a run writes hundreds of megabytes.
-await admin.deleteTopics({ topics: [topic, `${topic}-dlq`] }).catch(() => {})
+// Leave nothing behind on the shared broker: a run writes hundreds of megabytes.
 await admin.disconnect()
+await removeBenchTopics(brokers, [topic])
 await running.stop()
 
 report(`## 2. Kafka → ClickHouse

@@ -5,6 +5,8 @@ import { cpus, loadavg, totalmem, release, tmpdir } from 'node:os'
 import { mkdtempSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
+import { Kafka, logLevel } from 'kafkajs'
+import { BENCH_TOPIC_PREFIX } from './common.ts'
 
 const dir = fileURLToPath(new URL('.', import.meta.url))
 const root = join(dir, '..')
@@ -20,7 +22,7 @@ writeFileSync(
     `Date: ${new Date().toISOString()}. Load average at start: ${loadavg().map((l) => l.toFixed(1)).join(', ')} (other work on the machine skews ` +
     `every number). Embedded engines (PGlite, chDB) unless noted; load generator on the same machine.\n\n`,
 )
-// Every section's data, removed after the last one (bench/common.ts, benchDataDir, says why).
+// Every section's data and topics, removed after the last one (bench/common.ts, benchDataDir and removeBenchTopics, say why).
 const dataRoot = mkdtempSync(join(tmpdir(), 'meterbill-bench-run-'))
 for (const f of files) {
   process.stderr.write(`bench: ${f}\n`)
@@ -31,4 +33,11 @@ for (const f of files) {
   }
 }
 rmSync(dataRoot, { recursive: true, force: true })
+if (process.env.KAFKA_BROKERS) {
+  const admin = new Kafka({ brokers: process.env.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING }).admin()
+  await admin.connect()
+  const topics = (await admin.listTopics()).filter((t) => t.startsWith(BENCH_TOPIC_PREFIX))
+  if (topics.length > 0) await admin.deleteTopics({ topics })
+  await admin.disconnect()
+}
 process.stderr.write(`bench: wrote ${out}\n`)
