@@ -1,7 +1,7 @@
 // The dedup lookup with event ids as SDKs send them (UUIDs), in chunk-sized lists: it must find exactly the
 // stored ids of the asked scope, also when two lookups run at once. (As one Array(String) parameter, a list
-// of 30,000 UUIDs made ClickHouse compare every row with every id.) Odd ids (quotes, backslashes, unicode)
-// must come through the JSON text of the list as they are.
+// of 30,000 UUIDs made ClickHouse compare every row with every id.) Odd ids (quotes, backslashes, tabs, line
+// breaks, unicode) must come through the TabSeparated text of the list as they are.
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
