@@ -3,8 +3,8 @@
 // runs a scheduled job now.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './core/config.ts'
-import { createTenant } from './api/tenants/service.ts'
-import type { NewTenant } from './api/tenants/service.ts'
+import { createTenant } from './domains/tenancy/tenants/service.ts'
+import type { NewTenant } from './domains/tenancy/tenants/service.ts'
 import { openDeps } from './infra/deps.ts'
 import { migrate } from './infra/migrate.ts'
 import { ROLE_NAMES, startRoles, type RoleName } from './roles.ts'

@@ -5,7 +5,7 @@ export default defineConfig({
   test: {
     pool: 'forks',
     globalSetup: ['test/global-setup.ts'],
-    include: ['core/**/*.test.ts', 'infra/**/*.test.ts', 'api/**/*.test.ts', 'ingest/**/*.test.ts', 'aggregator/**/*.test.ts', 'worker/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['core/**/*.test.ts', 'infra/**/*.test.ts', 'domains/**/*.test.ts', 'http/**/*.test.ts', 'ingest/**/*.test.ts', 'aggregator/**/*.test.ts', 'worker/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default'],

@@ -5,8 +5,8 @@
 // The anti-join (no row for this revision yet) makes a rerun or an overlap with live batches harmless.
 import { resolveUsage } from '../core/meters.ts'
 import type { Deps } from '../infra/deps.ts'
-import { revisionRules } from '../api/meters/service.ts'
-import * as meters from '../api/meters/store.ts'
+import { revisionRules } from '../domains/catalog/meters/service.ts'
+import * as meters from '../domains/catalog/meters/store.ts'
 import { runJob, type Job } from '../worker/scheduler.ts'
 import { countEvents, eventsMissingRows, insertMeterUsage, type MeterUsageInsert } from './store.ts'
 

@@ -3,7 +3,7 @@
 // event ids; every event is counted exactly once, and the per-minute views agree with a raw recount.
 // The broker is the test's own (test/kafka.ts ownBroker), never the shared one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { meterUsage } from '../api/usage/service.ts'
+import { meterUsage } from '../domains/usage/queries/service.ts'
 import { startHarness, type Harness } from '../test/harness.ts'
 import { ownBroker } from '../test/kafka.ts'
 import { readyMeter, usage } from '../test/usage-helpers.ts'

@@ -7,7 +7,7 @@ import { startHarness, type Harness } from '../test/harness.ts'
 import { cuttableSockets, kafkaBrokers } from '../test/kafka.ts'
 import { openKafka } from '../infra/kafka.ts'
 import { readyMeter, send, usage, type TestEvent } from '../test/usage-helpers.ts'
-import { meterUsage } from '../api/usage/service.ts'
+import { meterUsage } from '../domains/usage/queries/service.ts'
 import { consumerGroup, startAggregator } from './consumer.ts'
 
 const brokers = await kafkaBrokers()

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import type { UsageEvent } from '../core/events.ts'
 import { resolveEvent, type MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
-import { scopeKey } from '../api/meters/service.ts'
+import { scopeKey } from '../domains/catalog/meters/service.ts'
 import { batchLine, EventIds, keyOf, type Outcome } from './store.ts'
 
 export interface Rejected {

@@ -1,11 +1,11 @@
 // The server process of the entitlement lookup benchmark: the api role on embedded engines, seeded with
 // CUSTOMERS customers, each on two plans (one with an addon held twice): 12 features granted through
 // 16 entitlements, so one lookup merges 16 sources. Prints {port, key, customers, features} as one JSON line.
-import { createCustomer } from '../api/customers/service.ts'
-import { createFeature } from '../api/features/service.ts'
-import { createMeter } from '../api/meters/service.ts'
-import { ADDON, createOffering, PLAN } from '../api/offerings/service.ts'
-import { createSubscription } from '../api/subscriptions/service.ts'
+import { createCustomer } from '../domains/customers/service.ts'
+import { createFeature } from '../domains/catalog/features/service.ts'
+import { createMeter } from '../domains/catalog/meters/service.ts'
+import { ADDON, createOffering, PLAN } from '../domains/catalog/offerings/service.ts'
+import { createSubscription } from '../domains/subscriptions/service.ts'
 import { loadConfig } from '../core/config.ts'
 import { startRoles } from '../roles.ts'
 import { benchDataDir } from './common.ts'

@@ -4,8 +4,8 @@
 // the same Null table and views the batch writer uses.
 import { join } from 'node:path'
 import { loadConfig } from '../core/config.ts'
-import { createMeter, getMeter } from '../api/meters/service.ts'
-import { meterUsage } from '../api/usage/service.ts'
+import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
+import { meterUsage } from '../domains/usage/queries/service.ts'
 import { startRoles } from '../roles.ts'
 import { benchDataDir, fmt, percentile, report } from './common.ts'
 

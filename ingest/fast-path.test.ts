@@ -5,7 +5,7 @@ import { createRequire } from 'node:module'
 import { randomBytes } from 'node:crypto'
 import { Partitioners, type PartitionerArgs } from 'kafkajs'
 import { describe, expect, it } from 'vitest'
-import { validateBody } from '../api/http/validate.ts'
+import { validateBody } from '../core/validate.ts'
 import { keyPartition } from './kafka-sink.ts'
 import { eventSchema, plainEvent } from './schema.ts'
 

@@ -1,5 +1,5 @@
 // The intake request schemas; the same objects validate requests and describe them in OpenAPI.
-import type { JsonSchema } from '../api/http/validate.ts'
+import type { JsonSchema } from '../core/validate.ts'
 import { MAX_ID_LENGTH, simpleInstant, type EventInput } from '../core/events.ts'
 
 export const MAX_BULK = 1000

@@ -5,7 +5,7 @@ import { normalizeEvent, type EventInput, type NormalizeOptions, type UsageEvent
 import { newId } from '../core/ids.ts'
 import type { Actor } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
-import { validateBody } from '../api/http/validate.ts'
+import { validateBody } from '../core/validate.ts'
 import { eventSchema, plainEvent } from './schema.ts'
 import { sinkOf } from './sink.ts'
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig, type Config } from '../core/config.ts'
 import type { Clock } from '../core/clock.ts'
-import { createTenant, type NewTenant } from '../api/tenants/service.ts'
+import { createTenant, type NewTenant } from '../domains/tenancy/tenants/service.ts'
 import { startRoles, type RoleName, type Running } from '../roles.ts'
 import { seedEmbeddedPostgres } from './global-setup.ts'
 

@@ -1,10 +1,10 @@
 // The scheduled jobs the worker role runs. Each domain adds its jobs here.
-import { advanceSubscriptions } from '../api/subscriptions/lifecycle.ts'
-import { processCreditGrants } from '../api/credits/service.ts'
-import { checkBalanceAlerts, expireWalletCredits } from '../api/wallets/service.ts'
-import { markOverdue, runBilling } from '../api/invoices/run.ts'
-import { deliverNew, retryDue, RUN_BUDGET_MS } from '../api/webhooks/delivery.ts'
-import { syncInvoices } from '../api/integrations/service.ts'
+import { advanceSubscriptions } from '../domains/subscriptions/lifecycle.ts'
+import { processCreditGrants } from '../domains/credits/grants/service.ts'
+import { checkBalanceAlerts, expireWalletCredits } from '../domains/credits/wallets/service.ts'
+import { markOverdue, runBilling } from '../domains/invoicing/invoices/run.ts'
+import { deliverNew, retryDue, RUN_BUDGET_MS } from '../domains/webhooks/delivery.ts'
+import { syncInvoices } from '../domains/integrations/service.ts'
 import type { Job } from './scheduler.ts'
 
 export const jobs: Job[] = [

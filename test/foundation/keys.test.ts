@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
-import { flushLastUsed } from '../../api/keys/service.ts'
+import { flushLastUsed } from '../../domains/tenancy/keys/service.ts'
 import { startHarness, type Harness } from '../harness.ts'
 
 const clock = fixedClock('2026-03-01T12:00:00Z')

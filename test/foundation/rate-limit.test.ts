@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mintKey } from '../../api/keys/service.ts'
+import { mintKey } from '../../domains/tenancy/keys/service.ts'
 import { startHarness, type Harness } from '../harness.ts'
 
 // A harness of its own: chDB allows one data directory per process, so one harness per test file.

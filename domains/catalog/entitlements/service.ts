@@ -1,0 +1,173 @@
+// Entitlements: what a plan or an addon grants of a feature. Boolean features are on or off, metered
+// ones carry a usage limit (null: unlimited) with its reset period, static ones carry a value.
+import { validationError } from '../../../core/errors.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Db, Tx } from '../../../infra/postgres.ts'
+import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { FEATURES, requireFeature, type FeatureRow } from '../features/service.ts'
+import { page, type Page } from '../../../http/list.ts'
+import { entityOf, requireOffering, type EntityInput, type EntityRef } from '../offerings/service.ts'
+import type { ListRequest } from '../../../http/record-schema.ts'
+import { announce, auditOf, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
+import * as store from './store.ts'
+
+export type { EntitlementRow, EntityType } from './store.ts'
+export const FILTERS = store.FILTERS
+
+export interface EntitlementView extends store.EntitlementRow {
+  feature: FeatureRow
+}
+
+export interface EntitlementInput {
+  feature_id: string
+  is_enabled?: boolean
+  usage_limit?: number | null
+  usage_reset_period?: store.ResetPeriod | null
+  is_soft_limit?: boolean
+  static_value?: string | null
+  display_order?: number
+  metadata?: Record<string, string>
+}
+
+export type CreateEntitlementInput = EntitlementInput & EntityInput
+
+export interface UpdateEntitlementInput extends Omit<EntitlementInput, 'feature_id'> {
+  version?: number
+}
+
+type Terms = Pick<store.EntitlementRow, 'feature_type' | 'is_enabled' | 'usage_limit' | 'usage_reset_period' | 'is_soft_limit' | 'static_value'>
+
+/** The fields the feature's type uses; a field another type uses is refused, not silently dropped. */
+function termsFor(feature: FeatureRow, input: Omit<EntitlementInput, 'feature_id'>): Terms {
+  const refuse = (fields: (keyof Omit<EntitlementInput, 'feature_id'>)[]) => {
+    for (const f of fields) if (input[f] != null && input[f] !== false) throw validationError(f, `is not used by ${feature.type} features`)
+  }
+  const base = { feature_type: feature.type, is_enabled: input.is_enabled ?? true, usage_limit: null, usage_reset_period: null, is_soft_limit: false, static_value: null }
+  if (feature.type === 'boolean') {
+    refuse(['usage_limit', 'usage_reset_period', 'is_soft_limit', 'static_value'])
+    return base
+  }
+  if (feature.type === 'static') {
+    refuse(['usage_limit', 'usage_reset_period', 'is_soft_limit'])
+    if (!input.static_value) throw validationError('static_value', 'is required for static features')
+    return { ...base, static_value: input.static_value }
+  }
+  refuse(['static_value'])
+  if (!input.usage_reset_period) throw validationError('usage_reset_period', 'is required for metered features')
+  return { ...base, usage_limit: input.usage_limit ?? null, usage_reset_period: input.usage_reset_period, is_soft_limit: input.is_soft_limit ?? false }
+}
+
+
+async function withFeatures(db: Db, scope: Scope, rows: store.EntitlementRow[]): Promise<EntitlementView[]> {
+  const features = new Map((await findRecords<FeatureRow>(db, FEATURES, scope, rows.map((r) => r.feature_id))).map((f) => [f.id, f]))
+  return rows.map((row) => ({ ...row, feature: features.get(row.feature_id)! }))
+}
+
+/**
+ * Creates entitlements of one plan or addon in the caller's transaction (a plan created with its
+ * entitlements); with `field`, errors name the list element ("entitlements[1].static_value").
+ */
+export async function createEntitlementsIn(
+  tx: Tx,
+  actor: Actor,
+  audit: Audit,
+  entity: EntityRef,
+  inputs: EntitlementInput[],
+  field?: string,
+): Promise<EntitlementView[]> {
+  const views: EntitlementView[] = []
+  for (const [i, input] of inputs.entries()) {
+    const create = async () => {
+      const feature = await requireFeature(tx, actor, input.feature_id)
+      const row = await insertRecord<store.EntitlementRow>(tx, store.ENTITLEMENTS, actor, audit, {
+        ...entity,
+        feature_id: feature.id,
+        ...termsFor(feature, input),
+        display_order: input.display_order ?? 0,
+        metadata: input.metadata ?? {},
+      })
+      return { ...row, feature }
+    }
+    const view = field ? await within(`${field}[${i}]`, create) : await create()
+    await announce(tx, actor, 'entitlement.created', store.ENTITLEMENTS, view)
+    views.push(view)
+  }
+  return views
+}
+
+/** Guards a batch of entitlements: a feature granted twice by the same plan or addon is already_exists. */
+export function uniqueEntitlements<T>(inputs: { feature_id: string }[], work: () => Promise<T>): Promise<T> {
+  const keys: UniqueKey[] = inputs.map((i) => ({ index: store.FEATURE_INDEX, field: 'feature_id', value: i.feature_id }))
+  return uniquely('entitlement', keys, work)
+}
+
+export async function createEntitlement(deps: Deps, actor: Actor, input: CreateEntitlementInput): Promise<EntitlementView> {
+  const { plan_id, entity_type, entity_id, ...fields } = input
+  const entity = entityOf({ plan_id, entity_type, entity_id })
+  const audit = auditOf(deps, actor)
+  return uniqueEntitlements([fields], () =>
+    transaction(deps, async (tx) => {
+      await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+      const [view] = await createEntitlementsIn(tx, actor, audit, entity, [fields])
+      return view
+    }),
+  )
+}
+
+export async function getEntitlement(deps: Deps, actor: Actor, id: string): Promise<EntitlementView> {
+  const row = await requireRecord<store.EntitlementRow>(deps.sql, store.ENTITLEMENTS, actor, id)
+  return (await withFeatures(deps.sql, actor, [row]))[0]
+}
+
+export async function listEntitlements(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<EntitlementView>> {
+  const { rows, total } = await listRecords<store.EntitlementRow>(deps.sql, store.ENTITLEMENTS, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
+  return page(await withFeatures(deps.sql, actor, rows), total, params)
+}
+
+/** The published entitlements of plans or addons, in display order, with their features, for embedding. */
+export async function entitlementsOf(db: Db, scope: Scope, entityIds: string[]): Promise<EntitlementView[]> {
+  const rows = await publishedIn<store.EntitlementRow>(db, store.ENTITLEMENTS, scope, 'entity_id', entityIds, ['display_order', 'created_at'])
+  return withFeatures(db, scope, rows)
+}
+
+/** GET /v1/plans/{id}/entitlements and the addon equivalent: not_found when the plan or addon is not the caller's. */
+export async function listEntitlementsOf(deps: Deps, actor: Actor, entityType: store.EntityType, id: string): Promise<Page<EntitlementView>> {
+  await requireOffering(deps.sql, actor, entityType, id, { anyStatus: true })
+  const items = await entitlementsOf(deps.sql, actor, [id])
+  return page(items, items.length, { limit: items.length, offset: 0 })
+}
+
+export async function updateEntitlement(deps: Deps, actor: Actor, id: string, input: UpdateEntitlementInput): Promise<EntitlementView> {
+  const { version, ...patch } = input
+  const audit = auditOf(deps, actor)
+  return transaction(deps, async (tx) => {
+    const current = (await withFeatures(tx, actor, [await requireRecord<store.EntitlementRow>(tx, store.ENTITLEMENTS, actor, id)]))[0]
+    // The type rules apply to the record as it will be: the current values with the changes laid over.
+    const merged = { ...current, ...patch }
+    const row = await updateRecord<store.EntitlementRow>(
+      tx,
+      store.ENTITLEMENTS,
+      actor,
+      id,
+      { ...termsFor(current.feature, merged), display_order: merged.display_order, metadata: merged.metadata },
+      { version, audit },
+    )
+    const view = { ...row, feature: current.feature }
+    await announce(tx, actor, 'entitlement.updated', store.ENTITLEMENTS, view)
+    return view
+  })
+}
+
+export async function deleteEntitlement(deps: Deps, actor: Actor, id: string): Promise<EntitlementView> {
+  return transaction(deps, async (tx) => {
+    const row = await deleteRecord<store.EntitlementRow>(tx, store.ENTITLEMENTS, actor, id, auditOf(deps, actor))
+    const [view] = await withFeatures(tx, actor, [row])
+    await announce(tx, actor, 'entitlement.deleted', store.ENTITLEMENTS, view)
+    return view
+  })
+}
+
+export function countEntitlementsOfFeature(db: Db, scope: Scope, featureId: string): Promise<number> {
+  return store.countOfFeature(db, scope, featureId)
+}

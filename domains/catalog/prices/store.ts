@@ -1,0 +1,25 @@
+import type { PriceTerms } from '../../../core/price-rules.ts'
+import { type FilterSpec, filterSpec, type RecordRow, type RecordTable } from '../../../infra/records.ts'
+
+export const PRICES: RecordTable = {
+  name: 'prices',
+  noun: 'price',
+  prefix: 'price',
+  decimals: ['amount', 'min_quantity', 'price_unit_amount', 'conversion_rate'],
+}
+export const LOOKUP_KEY_INDEX = 'prices_lookup_key'
+
+export const FILTERS: FilterSpec = filterSpec({
+  in: { price_ids: 'id', plan_ids: 'entity_id', entity_ids: 'entity_id', meter_ids: 'meter_id', group_ids: 'group_id' },
+  eq: { entity_type: 'entity_type', currency: 'currency', type: 'type', billing_period: 'billing_period', lookup_key: 'lookup_key' },
+})
+
+export interface PriceRow extends RecordRow, PriceTerms {
+  entity_type: 'PLAN' | 'ADDON'
+  entity_id: string
+  lookup_key: string | null
+  description: string | null
+  display_name: string | null
+  group_id: string | null
+  parent_price_id: string | null
+}

@@ -1,0 +1,298 @@
+// Credit grants: credits a plan or a subscription gives every period (or once). The scheduled job
+// (processCreditGrants) writes one application per grant, subscription and period, as
+// core/credits/grants.ts lists them (rule 14: a past start gives one per elapsed period, in order), then
+// applies each in its own transaction, its credits landing in the paying customer's wallet through the
+// wallets service. The unique key per period and the wallet transaction's idempotency key make it
+// exactly-once whatever reruns, races or crashes.
+import { dueApplications } from '../../../core/credits/grants.ts'
+import { AppError, validationError } from '../../../core/errors.ts'
+import { parseDecimal, type Decimal } from '../../../core/money.ts'
+import { periodBoundary, type BillingPeriod } from '../../../core/periods.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Db, Tx } from '../../../infra/postgres.ts'
+import { deleteRecord, filterConditions, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { page, type Page } from '../../../http/list.ts'
+import { requireOffering } from '../../catalog/offerings/service.ts'
+import type { ListRequest } from '../../../http/record-schema.ts'
+import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
+import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/service.ts'
+import { grantCredits } from '../wallets/service.ts'
+import * as store from './store.ts'
+
+export type { ApplicationRow, GrantRow } from './store.ts'
+export const FILTERS = store.FILTERS
+export const APPLICATION_FILTERS = store.APPLICATION_FILTERS
+
+export interface CreateCreditGrantInput {
+  name: string
+  scope: 'PLAN' | 'SUBSCRIPTION'
+  plan_id?: string
+  subscription_id?: string
+  credits: string
+  cadence: 'ONETIME' | 'RECURRING'
+  period?: BillingPeriod
+  period_count?: number
+  expiration_type?: 'NEVER' | 'DURATION' | 'BILLING_CYCLE'
+  expiration_duration?: number
+  expiration_duration_unit?: 'DAY' | 'WEEK' | 'MONTH' | 'YEAR'
+  priority?: number
+  conversion_rate?: string
+  topup_conversion_rate?: string
+  credit_grant_anchor?: string
+  start_date?: string
+  end_date?: string
+  metadata?: Record<string, string>
+}
+
+export interface UpdateCreditGrantInput {
+  name?: string
+  metadata?: Record<string, string>
+  version?: number
+}
+
+function positive(value: string, field: string): Decimal {
+  const d = parseDecimal(value)
+  if (!d.gt(0)) throw validationError(field, 'must be greater than 0')
+  return d
+}
+
+const date = (value: string | undefined): Date | null => (value === undefined ? null : new Date(value))
+
+/** The request's terms, checked field by field (the reference system's rules: a PLAN grant starts with each subscription). */
+function termsOf(input: CreateCreditGrantInput) {
+  const plan = input.scope === 'PLAN'
+  if (plan && !input.plan_id) throw validationError('plan_id', 'is required for a PLAN grant')
+  if (!plan && !input.subscription_id) throw validationError('subscription_id', 'is required for a SUBSCRIPTION grant')
+  if (plan && input.subscription_id) throw validationError('subscription_id', 'is only for SUBSCRIPTION grants')
+  for (const field of ['start_date', 'end_date', 'credit_grant_anchor'] as const) {
+    if (plan && input[field] !== undefined) throw validationError(field, 'is only for SUBSCRIPTION grants: a PLAN grant starts with each subscription')
+  }
+  if (!plan && !input.start_date) throw validationError('start_date', 'is required for a SUBSCRIPTION grant')
+  const [start, end, anchor] = [date(input.start_date), date(input.end_date), date(input.credit_grant_anchor)]
+  if (start && end && end <= start) throw validationError('end_date', 'must be after start_date')
+  if (start && anchor && anchor < start) throw validationError('credit_grant_anchor', 'must not be before start_date')
+  const recurring = input.cadence === 'RECURRING'
+  if (recurring && !input.period) throw validationError('period', 'is required for a RECURRING grant')
+  if (!recurring && (input.period !== undefined || input.period_count !== undefined)) throw validationError(input.period !== undefined ? 'period' : 'period_count', 'is only for RECURRING grants')
+  const expiration = input.expiration_type ?? 'NEVER'
+  const duration = expiration === 'DURATION'
+  if (duration && input.expiration_duration === undefined) throw validationError('expiration_duration', 'is required when expiration_type is DURATION')
+  if (duration && input.expiration_duration_unit === undefined) throw validationError('expiration_duration_unit', 'is required when expiration_type is DURATION')
+  if (!duration && (input.expiration_duration !== undefined || input.expiration_duration_unit !== undefined)) throw validationError('expiration_type', 'must be DURATION to give expiration_duration')
+  if (expiration === 'BILLING_CYCLE' && !recurring) throw validationError('expiration_type', 'BILLING_CYCLE needs a RECURRING grant: a ONETIME grant has no billing cycle')
+  return {
+    name: input.name,
+    scope: input.scope,
+    plan_id: input.plan_id ?? null,
+    subscription_id: input.subscription_id ?? null,
+    credits: positive(input.credits, 'credits'),
+    cadence: input.cadence,
+    period: input.period ?? null,
+    period_count: recurring ? (input.period_count ?? 1) : null,
+    expiration_type: expiration,
+    expiration_duration: input.expiration_duration ?? null,
+    expiration_duration_unit: input.expiration_duration_unit ?? null,
+    priority: input.priority ?? null,
+    conversion_rate: input.conversion_rate === undefined ? null : positive(input.conversion_rate, 'conversion_rate'),
+    topup_conversion_rate: input.topup_conversion_rate === undefined ? null : positive(input.topup_conversion_rate, 'topup_conversion_rate'),
+    credit_grant_anchor: anchor,
+    start_date: start,
+    end_date: end,
+    metadata: input.metadata ?? {},
+  }
+}
+
+export async function createCreditGrant(deps: Deps, actor: Actor, input: CreateCreditGrantInput): Promise<store.GrantRow> {
+  const terms = termsOf(input)
+  if (terms.plan_id) await referenced('plan_id', requireOffering(deps.sql, actor, 'PLAN', terms.plan_id))
+  if (terms.subscription_id) {
+    const sub = await referenced('subscription_id', requireSubscription(deps.sql, actor, terms.subscription_id))
+    if (sub.subscription_status === 'cancelled') throw validationError('subscription_id', `subscription ${sub.id} is cancelled`)
+  }
+  return insertRecord<store.GrantRow>(deps.sql, store.GRANTS, actor, auditOf(deps, actor), terms)
+}
+
+export const getCreditGrant = (deps: Deps, actor: Actor, id: string): Promise<store.GrantRow> => requireRecord<store.GrantRow>(deps.sql, store.GRANTS, actor, id)
+
+export async function listCreditGrants(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.GrantRow>> {
+  const { rows, total } = await listRecords<store.GrantRow>(deps.sql, store.GRANTS, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
+  return page(rows, total, params)
+}
+
+/** The published PLAN grants of a plan, oldest first: what GET /v1/plans/{id} expands as credit_grants. */
+export function listPlanCreditGrants(deps: Deps, scope: Scope, planId: string): Promise<store.GrantRow[]> {
+  return planCreditGrants(deps.sql, scope, [planId])
+}
+
+/** The same for several plans in one query, in the caller's transaction if it has one. */
+export async function planCreditGrants(db: Db, scope: Scope, planIds: string[]): Promise<store.GrantRow[]> {
+  return (await publishedIn<store.GrantRow>(db, store.GRANTS, scope, 'plan_id', planIds)).filter((g) => g.scope === 'PLAN')
+}
+
+/** The published grants giving credits to each subscription: its plan's and its own (a subscription's `credit_grants`). */
+export async function subscriptionCreditGrants(db: Db, scope: Scope, subs: { id: string; plan_id: string }[]): Promise<Map<string, store.GrantRow[]>> {
+  const [byPlan, own] = [await planCreditGrants(db, scope, subs.map((s) => s.plan_id)), await publishedIn<store.GrantRow>(db, store.GRANTS, scope, 'subscription_id', subs.map((s) => s.id))]
+  return new Map(subs.map((s) => [s.id, [...byPlan.filter((g) => g.plan_id === s.plan_id), ...own.filter((g) => g.subscription_id === s.id)]]))
+}
+
+/** GET /v1/plans/{id}/creditgrants. */
+export async function listGrantsOfPlan(deps: Deps, actor: Actor, planId: string): Promise<Page<store.GrantRow>> {
+  await requireOffering(deps.sql, actor, 'PLAN', planId, { anyStatus: true })
+  const items = await listPlanCreditGrants(deps, actor, planId)
+  return page(items, items.length, { limit: items.length, offset: 0 })
+}
+
+/** Only the name and metadata change: applications already made keep the terms they were made with. */
+export async function updateCreditGrant(deps: Deps, actor: Actor, id: string, input: UpdateCreditGrantInput): Promise<store.GrantRow> {
+  const { version, ...fields } = input
+  return updateRecord<store.GrantRow>(deps.sql, store.GRANTS, actor, id, fields, { version, audit: auditOf(deps, actor) })
+}
+
+/** Soft delete; applications not applied yet are cancelled with it, applied credits stay in the wallets. */
+export async function deleteCreditGrant(deps: Deps, actor: Actor, id: string): Promise<store.GrantRow> {
+  const audit = auditOf(deps, actor)
+  return transaction(deps, async (tx) => {
+    const row = await deleteRecord<store.GrantRow>(tx, store.GRANTS, actor, id, audit)
+    await store.cancelWaiting(tx, actor, id, audit)
+    return row
+  })
+}
+
+// ---- applications -----------------------------------------------------------------------------------------
+
+/** GET /v1/subscriptions/{id}/grants/upcoming: applications not applied yet (pending, or failed and retried), soonest first. */
+export async function upcomingGrants(deps: Deps, actor: Actor, subscriptionId: string, { params }: ListRequest): Promise<Page<store.ApplicationRow>> {
+  const sub = await requireSubscription(deps.sql, actor, subscriptionId)
+  const where = [deps.sql`subscription_id = ${sub.id}`, deps.sql`application_status IN ('pending', 'failed')`]
+  // A cancelled subscription has nothing upcoming after its end; the job marks those skipped when they come due.
+  if (sub.cancelled_at) where.push(deps.sql`scheduled_for < ${sub.cancelled_at}`)
+  const { rows, total } = await listRecords<store.ApplicationRow>(deps.sql, store.APPLICATIONS, actor, { ...params, sort: 'scheduled_for', order: 'asc' }, where)
+  return page(rows, total, params)
+}
+
+export async function listGrantApplications(deps: Deps, actor: Actor, grantId: string, { params, filters }: ListRequest): Promise<Page<store.ApplicationRow>> {
+  await getCreditGrant(deps, actor, grantId)
+  const where = [deps.sql`credit_grant_id = ${grantId}`, ...filterConditions(deps.sql, store.APPLICATION_FILTERS, filters)]
+  const { rows, total } = await listRecords<store.ApplicationRow>(deps.sql, store.APPLICATIONS, actor, params, where)
+  return page(rows, total, params)
+}
+
+// ---- the job ----------------------------------------------------------------------------------------------
+
+/** A failed application is tried again on later runs, this many times in all. */
+export const MAX_ATTEMPTS = 5
+const BATCH = 200
+const LIVE = ['not_started', 'trialing', 'active', 'incomplete']
+
+const scopeOf = (row: { tenant_id: string; environment_id: string }): Scope => ({ tenantId: row.tenant_id, environmentId: row.environment_id })
+
+/** The subscriptions a grant gives credits to: its own, or every live one on its plan (inherited children included). */
+async function subscriptionsOf(deps: Deps, grant: store.GrantRow): Promise<SubscriptionRow[]> {
+  const scope = scopeOf(grant)
+  if (grant.scope === 'SUBSCRIPTION') return [await requireSubscription(deps.sql, scope, grant.subscription_id!)]
+  const filters = { plan_ids: [grant.plan_id!], subscription_status: LIVE }
+  return everyItem((params) => listSubscriptions(deps, systemActor(scope), { params, filters }))
+}
+
+/**
+ * Writes the applications of one grant for one subscription: every one due by `now` (the missed periods of a
+ * past start included, rule 14) and the next one ahead, so it shows as upcoming. Continues from the last
+ * period written, so a rerun computes little and inserts nothing.
+ */
+async function schedule(deps: Deps, grant: store.GrantRow, sub: SubscriptionRow, now: Date, audit: Audit): Promise<number> {
+  if (sub.subscription_status === 'cancelled') return 0
+  const last = await store.lastPeriodStart(deps.sql, grant.id, sub.id)
+  // Far enough for the next period whatever month lengths do; a ONETIME grant is due once, whenever.
+  const horizon = grant.cadence === 'RECURRING' ? periodBoundary(now, grant.period!, grant.period_count ?? 1, 2) : new Date('9999-01-01T00:00:00Z')
+  const all = dueApplications(grant, sub, horizon, { since: last })
+  const due = all.filter((a) => a.scheduled_for <= now)
+  const next = all.find((a) => a.scheduled_for > now)
+  return store.insertApplications(deps.sql, scopeOf(grant), audit, next ? [...due, next] : due)
+}
+
+/** Whose wallet a subscription's credits go to: the customer its invoices go to. */
+async function payerOf(tx: Tx, scope: Scope, sub: SubscriptionRow): Promise<string> {
+  if (sub.invoicing_customer_id) return sub.invoicing_customer_id
+  if (sub.subscription_type === 'inherited' && sub.parent_subscription_id) return (await requireSubscription(tx, scope, sub.parent_subscription_id)).customer_id
+  return sub.customer_id
+}
+
+type Outcome = 'applied' | 'skipped' | 'cancelled' | 'waiting' | 'failed'
+
+/** Applies one application in its own transaction; a failure is recorded in another, to be retried. */
+async function apply(deps: Deps, app: store.ApplicationRow, audit: Audit): Promise<Outcome> {
+  const scope = scopeOf(app)
+  const set = (tx: Tx, fields: object) => updateRecord(tx, store.APPLICATIONS, scope, app.id, fields, { audit })
+  try {
+    return await transaction(deps, async (tx): Promise<Outcome> => {
+      const waiting = await store.lockWaiting(tx, app.id)
+      if (!waiting) return 'waiting' // applied or taken by another run meanwhile
+      const grant = await requireRecord<store.GrantRow>(tx, store.GRANTS, scope, app.credit_grant_id)
+      if (grant.status !== 'published') {
+        await set(tx, { application_status: 'cancelled' })
+        return 'cancelled'
+      }
+      const sub = await requireSubscription(tx, scope, app.subscription_id)
+      const status_at = { subscription_status_at_application: sub.subscription_status }
+      if (sub.cancelled_at && sub.cancelled_at <= app.scheduled_for) {
+        await set(tx, { application_status: 'skipped', ...status_at })
+        return 'skipped'
+      }
+      // An incomplete subscription grants nothing until it is activated: the application waits.
+      if (sub.subscription_status === 'incomplete') return 'waiting'
+      const credited = await grantCredits(deps, tx, scope, audit, {
+        customer_id: await payerOf(tx, scope, sub),
+        currency: sub.currency,
+        conversion_rate: grant.conversion_rate,
+        credits: waiting.credits,
+        expiry_date: waiting.expiry_date,
+        priority: waiting.priority,
+        reference_id: waiting.id,
+        idempotency_key: waiting.idempotency_key,
+        description: `${grant.name}: ${waiting.application_reason} for ${waiting.period_start.toISOString()}`,
+      })
+      await set(tx, { application_status: 'applied', applied_at: audit.at, wallet_transaction_id: credited.id, failure_reason: null, ...status_at })
+      return 'applied'
+    })
+  } catch (err) {
+    if (!(err instanceof AppError)) deps.logger.error({ err, credit_grant_application: app.id }, 'credit grant application failed')
+    await transaction(deps, (tx) => set(tx, { application_status: 'failed', failure_reason: (err as Error).message, retry_count: app.retry_count + 1 }))
+    return 'failed'
+  }
+}
+
+export interface GrantJobSummary {
+  scheduled: number
+  applied: number
+  skipped: number
+  cancelled: number
+  failed: number
+}
+
+/** The credit-grant-applications job: schedule every grant's due periods, then apply what is due, oldest first. */
+export async function processCreditGrants(deps: Deps, now: Date = deps.clock.now()): Promise<GrantJobSummary> {
+  const audit: Audit = { by: 'system', at: now }
+  const summary: GrantJobSummary = { scheduled: 0, applied: 0, skipped: 0, cancelled: 0, failed: 0 }
+  for (let after = ''; ; ) {
+    const grants = await store.grantsAfter(deps.sql, after, BATCH)
+    for (const grant of grants) {
+      for (const sub of await subscriptionsOf(deps, grant)) summary.scheduled += await schedule(deps, grant, sub, now, audit)
+    }
+    if (grants.length < BATCH) break
+    after = grants[grants.length - 1].id
+  }
+  for (;;) {
+    const due = await store.applicationsDue(deps.sql, now, MAX_ATTEMPTS, BATCH)
+    let moved = 0
+    for (const app of due) {
+      const outcome = await apply(deps, app, audit)
+      if (outcome !== 'waiting') {
+        summary[outcome]++
+        moved++
+      }
+    }
+    // A full batch of applications that all wait (incomplete subscriptions) would come back the same.
+    if (due.length < BATCH || moved === 0) return summary
+  }
+}

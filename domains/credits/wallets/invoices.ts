@@ -1,0 +1,108 @@
+// Wallets and invoices, both ways, always in the invoicing side's transaction. Credits pay invoices at
+// finalization (what a PRE_PAID wallet holds, for the price types its config allows; the invoice engine
+// spreads it over the lines) and come back when the invoice is voided. Credits bought by invoice are
+// pending until the invoice is paid.
+import { creditsToCurrency } from '../../../core/credits/ledger.ts'
+import type { PriceType } from '../../../core/billing/invoice.ts'
+import { D, type Decimal } from '../../../core/money.ts'
+import type { Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Tx } from '../../../infra/postgres.ts'
+import type { Audit } from '../../../infra/records.ts'
+import { appendCredit, appendDebit, balanceAt } from './ledger.ts'
+import * as store from './store.ts'
+import { settle } from './watch.ts'
+
+/** The invoice as the wallets see it. */
+export interface InvoiceRef {
+  id: string
+  customer_id: string
+  currency: string
+  invoice_type: string
+}
+
+const systemAudit = (deps: Deps): Audit => ({ by: 'system', at: deps.clock.now() })
+
+/** The customer's PRE_PAID wallet that pays this invoice, locked for the caller's transaction. Credit purchases are paid in money. */
+async function payingWallet(tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<store.WalletRow | undefined> {
+  if (invoice.invoice_type === 'CREDIT') return undefined
+  const wallet = await store.lockActiveWallet(tx, scope, invoice.customer_id, invoice.currency)
+  return wallet?.wallet_type === 'PRE_PAID' ? wallet : undefined
+}
+
+/** What the wallet can pay of the invoice, in its currency, and for which price types; undefined when nothing. */
+export async function walletCreditsFor(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<{ available: Decimal; allowed_price_types: (PriceType | 'ALL')[] } | undefined> {
+  const wallet = await payingWallet(tx, scope, invoice)
+  if (!wallet) return undefined
+  const { credit_balance } = await balanceAt(tx, wallet.id, deps.clock.now())
+  if (credit_balance.isZero()) return undefined
+  return { available: creditsToCurrency(credit_balance, wallet.conversion_rate), allowed_price_types: wallet.config.allowed_price_types }
+}
+
+/**
+ * Debits what the invoice engine applied (`amount`, in the invoice's currency) in consumption order, as one
+ * INVOICE_PAYMENT transaction referencing the invoice; then the wallet's alerts and auto top-up.
+ */
+export async function applyWalletCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, amount: Decimal): Promise<store.TransactionRow | undefined> {
+  const wallet = await payingWallet(tx, scope, invoice)
+  if (!wallet || !amount.gt(0)) return undefined
+  const audit = systemAudit(deps)
+  // The engine rounds down to the minor unit what the credits are worth: credits for it never exceed what is there.
+  const credits = amount.div(wallet.conversion_rate).toDecimalPlaces(12, D.ROUND_UP)
+  const debit = await appendDebit(tx, scope, audit, wallet, {
+    credits,
+    reason: 'INVOICE_PAYMENT',
+    partial: true,
+    reference_type: 'INVOICE',
+    reference_id: invoice.id,
+    description: `paid invoice ${invoice.id}`,
+  })
+  await settle(deps, tx, scope, audit, wallet)
+  return debit
+}
+
+/**
+ * A voided invoice gives back what it took: each credit it consumed is restored as a new credit with the
+ * same reason, expiry and priority, naming it (parent_transaction_id). A purchase it was buying fails.
+ * Safe to call twice: what was given back is not given again.
+ */
+export async function returnWalletCredits(deps: Deps, tx: Tx, scope: Scope, invoiceId: string): Promise<store.TransactionRow[]> {
+  const audit = systemAudit(deps)
+  const referring = await store.transactionsReferring(tx, scope, 'INVOICE', invoiceId)
+  const returned = new Set(referring.filter((t) => t.parent_transaction_id).map((t) => t.parent_transaction_id))
+  const restored: store.TransactionRow[] = []
+  for (const debit of referring.filter((t) => t.transaction_reason === 'INVOICE_PAYMENT')) {
+    const wallet = (await store.lockWallet(tx, scope, debit.wallet_id))!
+    const originals = new Map((await store.transactionsById(tx, (debit.consumption_breakdown ?? []).map((c) => c.credit_id))).map((t) => [t.id, t]))
+    for (const part of debit.consumption_breakdown ?? []) {
+      if (returned.has(part.credit_id)) continue
+      const original = originals.get(part.credit_id)!
+      restored.push(
+        await appendCredit(tx, scope, audit, wallet, {
+          credits: new D(part.credits),
+          reason: original.transaction_reason as store.CreditReason,
+          expiry_date: original.expiry_date,
+          priority: original.priority,
+          parent_transaction_id: original.id,
+          reference_type: 'INVOICE',
+          reference_id: invoiceId,
+          description: `returned: invoice ${invoiceId} voided`,
+        }),
+      )
+    }
+    await settle(deps, tx, scope, audit, wallet)
+  }
+  for (const purchase of referring.filter((t) => t.transaction_status === 'pending')) await store.settlePending(tx, purchase.id, 'failed', audit.at)
+  return restored
+}
+
+/** A paid purchase invoice makes its pending credits count; the wallet's alerts and auto top-up follow (rule 10). */
+export async function walletPurchasePaid(deps: Deps, tx: Tx, scope: Scope, invoiceId: string): Promise<void> {
+  const audit = systemAudit(deps)
+  for (const purchase of await store.transactionsReferring(tx, scope, 'INVOICE', invoiceId)) {
+    if (purchase.transaction_status !== 'pending') continue
+    const wallet = (await store.lockWallet(tx, scope, purchase.wallet_id))!
+    await store.settlePending(tx, purchase.id, 'completed', audit.at)
+    await settle(deps, tx, scope, audit, wallet)
+  }
+}

@@ -1,0 +1,91 @@
+// The ongoing ("real-time") balance of GET /v1/wallets/{id}/balance/real-time: the wallet's balance less
+// what the customer already owes, priced now. core/credits/realtime.ts does the arithmetic; this gathers
+// the inputs through the other domains' services. It reads ClickHouse, so it runs outside any ledger
+// transaction (the embedded Postgres serves one connection, which a transaction holds).
+import { creditsToCurrency, type WalletBalance } from '../../../core/credits/ledger.ts'
+import { ongoingBalance, type UnpaidInvoice } from '../../../core/credits/realtime.ts'
+import { D, formatMoney, sumMoney, type Decimal } from '../../../core/money.ts'
+import { priceAmount, type PriceInput } from '../../../core/pricing/index.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import { requireRecord } from '../../../infra/records.ts'
+import { everyItem, systemActor } from '../../records/service.ts'
+import { listInvoices } from '../../invoicing/invoices/service.ts'
+import { listSubscriptions, searchLineItems } from '../../subscriptions/service.ts'
+import { meterUsage } from '../../usage/queries/service.ts'
+import { balanceAt } from './ledger.ts'
+import * as store from './store.ts'
+import { present, type WalletView } from './view.ts'
+
+const UNPAID = ['INITIATED', 'PENDING', 'PROCESSING', 'FAILED']
+
+/**
+ * Usage charges of the customer's active subscriptions in the wallet's currency, from the start of each
+ * current period (or of the line, if later) to `at`, one unrounded amount per usage line.
+ */
+export async function unbilledUsage(deps: Deps, scope: Scope, wallet: store.WalletRow, at: Date): Promise<Decimal[]> {
+  const actor = systemActor(scope)
+  const subs = await everyItem((params) => listSubscriptions(deps, actor, { params, filters: { customer_id: wallet.customer_id, currency: wallet.currency, subscription_status: ['active'] } }))
+  if (subs.length === 0) return []
+  const filters = { subscription_ids: subs.map((s) => s.id), price_type: 'USAGE', active_at: at.toISOString() }
+  const lines = await everyItem((params) => searchLineItems(deps, actor, { params, filters }))
+  const periods = new Map(subs.map((s) => [s.id, s.current_period_start]))
+  return Promise.all(
+    lines
+      .filter((l) => l.meter_id)
+      .map(async (line) => {
+        const periodStart = periods.get(line.subscription_id)!
+        const start = line.start_date > periodStart ? line.start_date : periodStart
+        if (start >= at) return new D(0)
+        const usage = await meterUsage(deps, scope, { meterId: line.meter_id!, customerId: wallet.customer_id, start, end: at, billed: true })
+        return priceAmount(line.price as unknown as PriceInput, usage.value).amount
+      }),
+  )
+}
+
+export interface Ongoing {
+  /** In the wallet's currency, unrounded. */
+  ongoing: Decimal
+  /** The same in credits. */
+  ongoing_credits: Decimal
+  usage: Decimal
+  /** What the customer's unpaid invoices still ask for (credit purchases left out). */
+  unpaid: Decimal
+  balance: WalletBalance
+}
+
+/** Finalized invoices of the customer in the wallet's currency with something still to pay. */
+export async function unpaidInvoices(deps: Deps, scope: Scope, wallet: store.WalletRow): Promise<UnpaidInvoice[]> {
+  const filters = { customer_id: wallet.customer_id, currency: wallet.currency, invoice_status: ['FINALIZED'], payment_status: UNPAID }
+  const invoices = await everyItem((params) => listInvoices(deps, systemActor(scope), { params, filters }))
+  return invoices.map((i) => ({ amount_remaining: i.amount_remaining, invoice_type: i.invoice_type }))
+}
+
+export async function ongoingOf(deps: Deps, scope: Scope, wallet: store.WalletRow, at: Date): Promise<Ongoing> {
+  const [balance, usage, unpaid] = await Promise.all([balanceAt(deps.sql, wallet.id, at), unbilledUsage(deps, scope, wallet, at), unpaidInvoices(deps, scope, wallet)])
+  const ongoing = ongoingBalance(creditsToCurrency(balance.credit_balance, wallet.conversion_rate), usage, unpaid)
+  const owed = sumMoney(unpaid.filter((i) => i.invoice_type !== 'CREDIT').map((i) => i.amount_remaining))
+  return { ongoing, ongoing_credits: ongoing.div(wallet.conversion_rate).toDecimalPlaces(12), usage: sumMoney(usage), unpaid: owed, balance }
+}
+
+export interface OngoingView extends WalletView {
+  real_time_balance: string
+  real_time_credit_balance: Decimal
+  current_period_usage: string
+  unpaid_invoices_amount: string
+  balance_updated_at: Date
+}
+
+export async function ongoingBalanceOf(deps: Deps, actor: Actor, id: string): Promise<OngoingView> {
+  const at = deps.clock.now()
+  const wallet = await requireRecord<store.WalletRow>(deps.sql, store.WALLETS, actor, id)
+  const o = await ongoingOf(deps, actor, wallet, at)
+  return {
+    ...present(wallet, o.balance),
+    real_time_balance: formatMoney(o.ongoing, wallet.currency),
+    real_time_credit_balance: o.ongoing_credits,
+    current_period_usage: formatMoney(o.usage, wallet.currency),
+    unpaid_invoices_amount: formatMoney(o.unpaid, wallet.currency),
+    balance_updated_at: at,
+  }
+}

@@ -1,0 +1,135 @@
+// Customers: external_id unique per environment, e-mail and ISO 3166-1 alpha-2 country checked,
+// integration mappings kept with the customer. Every change writes customer.* to the outbox.
+import { countryCode } from '../../core/countries.ts'
+import { invalidOperation, notFound, validationError } from '../../core/errors.ts'
+import type { Actor, Scope } from '../../core/scope.ts'
+import type { Deps } from '../../infra/deps.ts'
+import type { Db } from '../../infra/postgres.ts'
+import { deleteRecord, filterConditions, findPublishedBy, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord } from '../../infra/records.ts'
+import { page, type Page } from '../../http/list.ts'
+import type { ListRequest } from '../../http/record-schema.ts'
+import { announce, auditOf, transaction, uniquely, type UniqueKey } from '../records/service.ts'
+import { hasLiveSubscriptions } from '../subscriptions/service.ts'
+import * as store from './store.ts'
+
+export type { CustomerRow } from './store.ts'
+export const FILTERS = store.FILTERS
+
+export interface CustomerView extends store.CustomerRow {
+  integrations: store.MappingRow[]
+}
+
+interface CustomerFields {
+  external_id?: string
+  name?: string
+  email?: string | null
+  address_line1?: string | null
+  address_line2?: string | null
+  address_city?: string | null
+  address_state?: string | null
+  address_postal_code?: string | null
+  address_country?: string | null
+  metadata?: Record<string, string>
+}
+
+export interface CreateCustomerInput extends CustomerFields {
+  external_id: string
+  integrations?: store.MappingInput[]
+}
+
+export interface UpdateCustomerInput extends CustomerFields {
+  integrations?: store.MappingInput[]
+  version?: number
+}
+
+/** Upper-cases a valid country and refuses anything that is not an assigned alpha-2 code. */
+function checked<T extends CustomerFields>(input: T): T {
+  if (input.address_country == null) return input
+  const code = countryCode(input.address_country)
+  if (!code) throw validationError('address_country', 'must be an ISO 3166-1 alpha-2 country code, e.g. "US" or "DE"')
+  return { ...input, address_country: code }
+}
+
+function uniqueKeys(input: { external_id?: string; integrations?: store.MappingInput[] }): UniqueKey[] {
+  const keys: UniqueKey[] = [{ index: store.EXTERNAL_ID_INDEX, field: 'external_id', value: input.external_id }]
+  for (const m of input.integrations ?? []) keys.push({ index: store.PROVIDER_INDEX, field: 'integrations', value: `${m.provider_type}:${m.provider_entity_id}` })
+  return keys
+}
+
+async function withMappings(db: Db, scope: Scope, rows: store.CustomerRow[]): Promise<CustomerView[]> {
+  const mappings = await publishedIn<store.MappingRow>(db, store.MAPPINGS, scope, 'entity_id', rows.map((r) => r.id))
+  return rows.map((row) => ({ ...row, integrations: mappings.filter((m) => m.entity_id === row.id) }))
+}
+
+const viewOf = async (db: Db, scope: Scope, row: store.CustomerRow): Promise<CustomerView> => (await withMappings(db, scope, [row]))[0]
+
+export async function createCustomer(deps: Deps, actor: Actor, input: CreateCustomerInput): Promise<CustomerView> {
+  const { integrations = [], ...fields } = checked(input)
+  const audit = auditOf(deps, actor)
+  return uniquely('customer', uniqueKeys(input), () =>
+    transaction(deps, async (tx) => {
+      const row = await insertRecord<store.CustomerRow>(tx, store.CUSTOMERS, actor, audit, fields)
+      const view = { ...row, integrations: await store.insertMappings(tx, actor, audit, row.id, integrations) }
+      await announce(tx, actor, 'customer.created', store.CUSTOMERS, view)
+      return view
+    }),
+  )
+}
+
+export async function getCustomer(deps: Deps, actor: Actor, id: string): Promise<CustomerView> {
+  return viewOf(deps.sql, actor, await requireRecord<store.CustomerRow>(deps.sql, store.CUSTOMERS, actor, id))
+}
+
+/** A published customer, for records that refer to one (subscriptions, invoices): others are not_found. */
+export const requireCustomer = (deps: Deps, scope: Scope, id: string): Promise<store.CustomerRow> =>
+  requireRecord<store.CustomerRow>(deps.sql, store.CUSTOMERS, scope, id, { published: true })
+
+/** Customers with their mappings, for embedding in the records that refer to them. */
+export async function customerViews(db: Db, scope: Scope, ids: string[]): Promise<CustomerView[]> {
+  return withMappings(db, scope, await findRecords<store.CustomerRow>(db, store.CUSTOMERS, scope, ids))
+}
+
+export async function findCustomerByExternalId(deps: Deps, scope: Scope, externalId: string): Promise<store.CustomerRow> {
+  const row = await findPublishedBy<store.CustomerRow>(deps.sql, store.CUSTOMERS, scope, 'external_id', externalId)
+  if (!row) throw notFound('customer with external_id', externalId)
+  return row
+}
+
+export async function getCustomerByExternalId(deps: Deps, actor: Actor, externalId: string): Promise<CustomerView> {
+  return viewOf(deps.sql, actor, await findCustomerByExternalId(deps, actor, externalId))
+}
+
+export async function listCustomers(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<CustomerView>> {
+  const { rows, total } = await listRecords<store.CustomerRow>(deps.sql, store.CUSTOMERS, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
+  return page(await withMappings(deps.sql, actor, rows), total, params)
+}
+
+export async function updateCustomer(deps: Deps, actor: Actor, id: string, input: UpdateCustomerInput): Promise<CustomerView> {
+  const { integrations, version, ...fields } = checked(input)
+  const audit = auditOf(deps, actor)
+  return uniquely('customer', uniqueKeys(input), () =>
+    transaction(deps, async (tx) => {
+      const row = await updateRecord<store.CustomerRow>(tx, store.CUSTOMERS, actor, id, fields, { version, audit })
+      if (integrations) {
+        await store.endMappings(tx, actor, audit, id)
+        await store.insertMappings(tx, actor, audit, id, integrations)
+      }
+      const view = await viewOf(tx, actor, row)
+      await announce(tx, actor, 'customer.updated', store.CUSTOMERS, view)
+      return view
+    }),
+  )
+}
+
+/** A customer with a subscription that is not cancelled stays: cancel the subscriptions first. */
+export async function deleteCustomer(deps: Deps, actor: Actor, id: string): Promise<CustomerView> {
+  const audit = auditOf(deps, actor)
+  return transaction(deps, async (tx) => {
+    if (await hasLiveSubscriptions(tx, actor, id)) throw invalidOperation('the customer has subscriptions that are not cancelled; cancel them first', { customer_id: id })
+    const row = await deleteRecord<store.CustomerRow>(tx, store.CUSTOMERS, actor, id, audit)
+    await store.endMappings(tx, actor, audit, id)
+    const view = { ...row, integrations: [] }
+    await announce(tx, actor, 'customer.deleted', store.CUSTOMERS, view)
+    return view
+  })
+}

@@ -1,0 +1,298 @@
+// Payment provider connections (rule 16): CRUD with their secrets encrypted and never returned; the
+// invoice-sync job that pushes finalized invoices to the connected provider (queued by the job, not by
+// the finalize request, so an outage of the provider never fails a finalize; retried with backoff);
+// and the provider's notifications, which pay our invoices through the invoices' payment path.
+import { applyPayment } from '../../core/billing/payments.ts'
+import { AppError, validationError } from '../../core/errors.ts'
+import { newId } from '../../core/ids.ts'
+import { sumMoney } from '../../core/money.ts'
+import type { Actor, Scope } from '../../core/scope.ts'
+import type { Deps } from '../../infra/deps.ts'
+import type { Tx } from '../../infra/postgres.ts'
+import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord, type Audit } from '../../infra/records.ts'
+import { seal, unseal } from '../../infra/secrets.ts'
+import { updateCustomer } from '../customers/service.ts'
+import { page, type Page } from '../../http/list.ts'
+import { getInvoice, lockInvoice, mergeInvoiceMetadata, paymentState, recordPayment, requireInvoice, type InvoiceView } from '../invoicing/invoices/service.ts'
+import type { ListRequest } from '../../http/record-schema.ts'
+import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
+import type { Progress } from '../../worker/scheduler.ts'
+import { ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType } from './provider.ts'
+import { stripe } from './stripe.ts'
+import * as store from './store.ts'
+
+export const FILTERS = store.FILTERS
+
+const PROVIDERS: Record<ProviderType, PaymentProvider> = { stripe }
+
+// ---- connections --------------------------------------------------------------------------------------
+
+type SecretData = Partial<Record<ProviderType, Partial<ProviderSecrets>>>
+
+export interface CreateConnectionInput {
+  name: string
+  provider_type: ProviderType
+  encrypted_secret_data: SecretData
+  api_base_url?: string | null
+  sync_config?: store.SyncConfig
+  metadata?: Record<string, string>
+}
+
+export interface UpdateConnectionInput {
+  name?: string
+  encrypted_secret_data?: SecretData
+  api_base_url?: string | null
+  sync_config?: store.SyncConfig
+  metadata?: Record<string, string>
+  version?: number
+}
+
+/** A connection as the API shows it: never its secrets; where the provider sends its notifications. */
+export type ConnectionView = Omit<store.ConnectionRow, 'encrypted_secret_data'> & { webhook_url: string }
+
+const viewOf = ({ encrypted_secret_data: _secret, ...row }: store.ConnectionRow): ConnectionView => ({
+  ...row,
+  webhook_url: `/v1/webhooks/${row.provider_type}/${row.tenant_id}/${row.environment_id}`,
+})
+
+/** Invoices go out and payments come in unless the sync config turns a direction off. */
+const syncConfig = (given: store.SyncConfig = {}, current: store.SyncConfig = {}): store.SyncConfig => {
+  const merged: store.SyncConfig = { invoice: { inbound: true, outbound: true }, ...current }
+  for (const [entity, flags] of Object.entries(given)) merged[entity] = { ...merged[entity], ...flags }
+  return merged
+}
+
+function secretsOf(provider: ProviderType, data: SecretData | undefined, current: Partial<ProviderSecrets> = {}): ProviderSecrets {
+  const secrets = { ...current, ...data?.[provider] }
+  for (const field of ['secret_key', 'webhook_secret'] as const) {
+    if (!secrets[field]) throw validationError(`encrypted_secret_data.${provider}.${field}`, `is required for a ${provider} connection`)
+  }
+  return secrets as ProviderSecrets
+}
+
+const uniqueProvider = (provider: string) => [{ index: store.PROVIDER_INDEX, field: 'provider_type', value: provider }]
+
+export async function createConnection(deps: Deps, actor: Actor, input: CreateConnectionInput): Promise<ConnectionView> {
+  const secrets = secretsOf(input.provider_type, input.encrypted_secret_data)
+  const id = newId(store.CONNECTIONS.prefix)
+  const row = await uniquely('connection', uniqueProvider(input.provider_type), () =>
+    insertRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, actor, auditOf(deps, actor), {
+      id,
+      name: input.name,
+      provider_type: input.provider_type,
+      encrypted_secret_data: seal(deps.config, id, secrets),
+      api_base_url: input.api_base_url ?? null,
+      sync_config: syncConfig(input.sync_config),
+      metadata: input.metadata ?? {},
+    }),
+  )
+  return viewOf(row)
+}
+
+const requireConnection = (deps: Deps, scope: Scope, id: string) => requireRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, scope, id, { published: true })
+
+export async function getConnection(deps: Deps, actor: Actor, id: string): Promise<ConnectionView> {
+  return viewOf(await requireConnection(deps, actor, id))
+}
+
+export async function listConnections(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<ConnectionView>> {
+  const { rows, total } = await listRecords<store.ConnectionRow>(deps.sql, store.CONNECTIONS, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
+  return page(rows.map(viewOf), total, params)
+}
+
+/** Secrets sent are merged over the stored ones (e.g. a rolled webhook_secret alone). */
+export async function updateConnection(deps: Deps, actor: Actor, id: string, input: UpdateConnectionInput): Promise<ConnectionView> {
+  const { version, encrypted_secret_data, sync_config, ...fields } = input
+  return transaction(deps, async (tx) => {
+    const current = await requireRecord<store.ConnectionRow>(tx, store.CONNECTIONS, actor, id, { published: true })
+    const changes: Record<string, unknown> = { ...fields }
+    if (sync_config) changes.sync_config = syncConfig(sync_config, current.sync_config)
+    if (encrypted_secret_data) {
+      const stored = unseal<ProviderSecrets>(deps.config, id, current.encrypted_secret_data)
+      changes.encrypted_secret_data = seal(deps.config, id, secretsOf(current.provider_type, encrypted_secret_data, stored))
+    }
+    return viewOf(await updateRecord<store.ConnectionRow>(tx, store.CONNECTIONS, actor, id, changes, { version, audit: auditOf(deps, actor) }))
+  })
+}
+
+/** Deleted: nothing more is pushed and its callback address answers 404; pushes already made stay. */
+export async function deleteConnection(deps: Deps, actor: Actor, id: string): Promise<ConnectionView> {
+  await requireConnection(deps, actor, id)
+  return viewOf(await deleteRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, actor, id, auditOf(deps, actor)))
+}
+
+const providerConnection = (deps: Deps, row: store.ConnectionRow): ProviderConnection => ({
+  id: row.id,
+  provider_type: row.provider_type,
+  api_base_url: row.api_base_url,
+  secrets: unseal<ProviderSecrets>(deps.config, row.id, row.encrypted_secret_data),
+})
+
+// ---- pushing invoices ---------------------------------------------------------------------------------
+
+/** Attempts before a push is given up (FAILED); the waits double from 1 minute up to an hour (about 5 hours in all). */
+export const MAX_SYNC_ATTEMPTS = 10
+const retryDelayMs = (attempts: number): number => Math.min(2 ** (attempts - 1), 60) * 60_000
+const BATCH = 200
+
+/**
+ * What the provider invoice lists: each line as it charges (amount − discounts + its tax share), and
+ * one line for what prepaid credits, credit notes and earlier payments took off, so the items add up
+ * to what is still owed.
+ */
+function itemsOf(invoice: InvoiceView) {
+  const items = invoice.line_items
+    .map((l) => ({ description: l.display_name ?? 'Charge', amount: l.amount.minus(l.line_item_discount).minus(l.invoice_level_discount).plus(l.tax_amount) }))
+    .filter((i) => !i.amount.isZero())
+  const rest = invoice.amount_remaining.minus(sumMoney(items.map((i) => i.amount)))
+  return rest.isZero() ? items : [...items, { description: 'Prepaid credits, adjustments and payments', amount: rest }]
+}
+
+type SyncOutcome = 'synced' | 'retrying' | 'failed' | 'skipped'
+
+/** The customer's id at the provider, recorded in the customer's integrations the first time it is made there. */
+async function linkCustomer(deps: Deps, scope: Scope, invoice: InvoiceView, provider: ProviderType, providerCustomerId: string): Promise<void> {
+  const customer = invoice.customer!
+  if (customer.integrations.some((m) => m.provider_type === provider)) return
+  const integrations = customer.integrations.map((m) => ({ provider_type: m.provider_type, provider_entity_id: m.provider_entity_id, metadata: m.metadata }))
+  try {
+    await updateCustomer(deps, systemActor(scope), customer.id, { integrations: [...integrations, { provider_type: provider, provider_entity_id: providerCustomerId }] })
+  } catch (err) {
+    // The push succeeded; the next one finds the same provider customer by its idempotency key.
+    deps.logger.warn({ err, customer_id: customer.id }, 'could not record the provider customer id')
+  }
+}
+
+async function syncOne(deps: Deps, row: store.SyncRow, now: Date): Promise<SyncOutcome> {
+  const scope: Scope = { tenantId: row.tenant_id, environmentId: row.environment_id }
+  const connection = await requireRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, scope, row.connection_id)
+  const invoice = await getInvoice(deps, systemActor(scope), row.invoice_id)
+  const skip = connection.status !== 'published' ? 'the connection was deleted' : invoice.invoice_status !== 'FINALIZED' ? `the invoice is ${invoice.invoice_status}` : invoice.amount_remaining.isZero() ? 'nothing is left to pay' : undefined
+  if (skip) {
+    await store.markSkipped(deps.sql, row, skip, now)
+    return 'skipped'
+  }
+  try {
+    const mapping = invoice.customer?.integrations.find((m) => m.provider_type === connection.provider_type)
+    const result = await PROVIDERS[connection.provider_type].push(providerConnection(deps, connection), {
+      invoice: { id: invoice.id, number: invoice.invoice_number, currency: invoice.currency, due_date: invoice.due_date, description: invoice.description },
+      items: itemsOf(invoice),
+      customer: { id: invoice.customer_id, name: invoice.customer?.name ?? invoice.customer_id, email: invoice.customer?.email ?? null, provider_customer_id: mapping?.provider_entity_id ?? null },
+      now,
+    })
+    await linkCustomer(deps, scope, invoice, connection.provider_type, result.provider_customer_id)
+    const audit: Audit = { by: 'system', at: now }
+    await transaction(deps, async (tx) => {
+      await store.markSynced(tx, row, result, now)
+      await mergeInvoiceMetadata(tx, scope, audit, invoice.id, {
+        payment_provider: connection.provider_type,
+        payment_provider_invoice_id: result.provider_invoice_id,
+        ...(result.checkout_url && { checkout_url: result.checkout_url }),
+      })
+    })
+    return 'synced'
+  } catch (err) {
+    const attempts = row.attempts + 1
+    const next = attempts >= MAX_SYNC_ATTEMPTS ? null : new Date(now.getTime() + retryDelayMs(attempts))
+    if (!(err instanceof ProviderError)) deps.logger.error({ err, invoice_id: row.invoice_id }, 'invoice push failed')
+    await store.markFailed(deps.sql, row, (err as Error).message, now, next)
+    return next ? 'retrying' : 'failed'
+  }
+}
+
+/** The invoice-sync job: queues newly finalized invoices of connected environments, then pushes what is due. */
+export async function syncInvoices(deps: Deps, progress: Progress = () => {}): Promise<Record<SyncOutcome | 'queued' | 'attempted', number>> {
+  const now = deps.clock.now()
+  const queued = await store.enqueueSyncs(deps.sql, now)
+  const due = await store.dueSyncs(deps.sql, now, BATCH)
+  const summary = { queued, attempted: due.length, synced: 0, retrying: 0, failed: 0, skipped: 0 }
+  for (const [i, row] of due.entries()) {
+    summary[await syncOne(deps, row, now)] += 1
+    progress(i + 1, due.length)
+  }
+  return summary
+}
+
+export async function invoiceSyncs(deps: Deps, actor: Actor, invoiceId: string): Promise<{ items: store.SyncRow[] }> {
+  await requireInvoice(deps.sql, actor, invoiceId)
+  return { items: await store.syncsOf(deps.sql, actor, invoiceId) }
+}
+
+/** Failed or waiting pushes of an invoice are tried again at the job's next run, with fresh attempts. */
+export async function retryInvoiceSync(deps: Deps, actor: Actor, invoiceId: string): Promise<{ items: store.SyncRow[] }> {
+  await requireInvoice(deps.sql, actor, invoiceId)
+  await store.retrySyncs(deps.sql, actor, invoiceId, deps.clock.now())
+  return { items: await store.syncsOf(deps.sql, actor, invoiceId) }
+}
+
+// ---- notifications ------------------------------------------------------------------------------------
+
+export interface Notification {
+  provider: string
+  tenantId: string
+  environmentId: string
+  rawBody: string | undefined
+  headers: Record<string, string | string[] | undefined>
+}
+
+type Applied = { outcome: string; invoiceId?: string; reference?: string }
+
+/** Our invoice a payment is for: the one pushed as that provider invoice, else the one its metadata names. */
+async function invoiceOf(tx: Tx, scope: Scope, connectionId: string, payment: NonNullable<ProviderNotification['payment']>): Promise<string | undefined> {
+  const pushed = payment.provider_invoice_id ? await store.invoiceOfProviderInvoice(tx, connectionId, payment.provider_invoice_id) : undefined
+  if (pushed || !payment.invoice_id) return pushed
+  try {
+    return (await requireInvoice(tx, scope, payment.invoice_id)).id
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'not_found') return undefined
+    throw err
+  }
+}
+
+/**
+ * Records the payment a notification reports on our invoice, once per provider payment (the invoice
+ * lock orders concurrent notifications). A payment the invoice cannot take (voided, other currency) is
+ * acknowledged and kept with the reason, since the provider would otherwise resend it for days.
+ */
+async function applyNotification(deps: Deps, tx: Tx, scope: Scope, connection: store.ConnectionRow, event: ProviderNotification, now: Date): Promise<Applied> {
+  const payment = event.payment
+  if (!payment || connection.sync_config.invoice?.inbound === false) return { outcome: 'ignored' }
+  const invoiceId = await invoiceOf(tx, scope, connection.id, payment)
+  if (!invoiceId) return { outcome: 'unmatched' }
+  const invoice = await lockInvoice(tx, scope, invoiceId)
+  if (await store.paymentRecorded(tx, connection.id, payment.reference)) return { outcome: 'duplicate_payment', invoiceId }
+  if (payment.currency !== invoice.currency) return { outcome: `not_applied: paid in ${payment.currency}, invoiced in ${invoice.currency}`, invoiceId }
+  try {
+    const status = applyPayment(paymentState(invoice), payment.amount, now).payment_status
+    await recordPayment(deps, tx, scope, { by: `${connection.provider_type}:${event.id}`, at: now }, invoiceId, { payment_status: status, amount: payment.amount.toFixed() })
+  } catch (err) {
+    if (err instanceof AppError) return { outcome: `not_applied: ${err.message}`, invoiceId }
+    throw err
+  }
+  return { outcome: 'payment_recorded', invoiceId, reference: payment.reference }
+}
+
+/**
+ * An inbound notification: the address (provider, tenant, environment) must name a live connection,
+ * else 404 without saying which part is wrong; the signature must verify with its webhook secret,
+ * else 401 and nothing changes. A notification received before is acknowledged and changes nothing.
+ */
+export async function receiveNotification(deps: Deps, input: Notification): Promise<{ received: true; duplicate: boolean; outcome?: string; invoice_id?: string }> {
+  const adapter = Object.hasOwn(PROVIDERS, input.provider) ? PROVIDERS[input.provider as ProviderType] : undefined
+  const scope: Scope = { tenantId: input.tenantId, environmentId: input.environmentId }
+  const connection = adapter && (await store.connectionAt(deps.sql, scope, input.provider))
+  if (!adapter || !connection) throw new AppError('not_found', 'no payment provider connection receives notifications at this address')
+  const now = deps.clock.now()
+  const rawBody = input.rawBody ?? ''
+  const check = adapter.verify(input.headers, rawBody, providerConnection(deps, connection).secrets, Math.floor(now.getTime() / 1000))
+  if (!check.ok) throw new AppError('permission_denied', `the notification's signature is ${check.reason}`, { reason: check.reason }, { status: 401 })
+  const event = adapter.parse(rawBody)
+  if (!event) throw validationError('body', 'is not a provider notification (id, type, data.object)')
+  return transaction(deps, async (tx) => {
+    const id = await store.receiveEvent(tx, scope, connection.id, event, now)
+    if (!id) return { received: true as const, duplicate: true }
+    const applied = await applyNotification(deps, tx, scope, connection, event, now)
+    await store.settleEvent(tx, id, applied.outcome, applied.invoiceId ?? null, applied.reference ?? null)
+    return { received: true as const, duplicate: false, outcome: applied.outcome, invoice_id: applied.invoiceId }
+  })
+}

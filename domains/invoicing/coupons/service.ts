@@ -1,0 +1,182 @@
+// Coupons: fixed or percentage discounts, once, repeated for some periods, or forever (the amounts are
+// core/billing/coupons.ts's). A coupon is redeemed by associating it with a subscription (the whole of
+// it or one line item), or by a one-off invoice; max_redemptions and the redemption window are checked
+// then, under the coupon's row lock.
+import { assertRedeemable, type Coupon } from '../../../core/billing/coupons.ts'
+import { moneyAmount, percentage } from '../../../core/billing/amounts.ts'
+import { invalidOperation, validationError } from '../../../core/errors.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Db, Tx } from '../../../infra/postgres.ts'
+import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { page, type Page } from '../../../http/list.ts'
+import type { ListRequest } from '../../../http/record-schema.ts'
+import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
+import { toWire } from '../../records/wire.ts'
+import { requireSubscription } from '../../subscriptions/service.ts'
+import * as store from './store.ts'
+
+export type { AssociationRow, CouponRow } from './store.ts'
+export const FILTERS = store.FILTERS
+export const ASSOCIATION_FILTERS = store.ASSOCIATION_FILTERS
+
+export interface CreateCouponInput {
+  name: string
+  type: 'fixed' | 'percentage'
+  cadence: 'once' | 'repeated' | 'forever'
+  amount_off?: string
+  percentage_off?: string
+  currency?: string
+  duration_in_periods?: number
+  max_redemptions?: number
+  redeem_after?: string
+  redeem_before?: string
+  rules?: Record<string, unknown>
+  metadata?: Record<string, string>
+}
+
+export interface UpdateCouponInput {
+  name?: string
+  metadata?: Record<string, string>
+  version?: number
+}
+
+/** The engine's view of a stored coupon (amounts as decimal strings). */
+export const engineCoupon = (row: store.CouponRow): Coupon => toWire(row) as unknown as Coupon
+
+/** A fixed coupon is money in one currency; a percentage is 0–100; repeated needs its number of periods. */
+function checked(input: CreateCouponInput) {
+  const fixed = input.type === 'fixed'
+  if (fixed && (input.amount_off === undefined || input.currency === undefined)) throw validationError(input.amount_off === undefined ? 'amount_off' : 'currency', 'is required for a fixed coupon')
+  if (fixed && input.percentage_off !== undefined) throw validationError('percentage_off', 'is only for percentage coupons')
+  if (!fixed && input.percentage_off === undefined) throw validationError('percentage_off', 'is required for a percentage coupon')
+  if (!fixed && (input.amount_off !== undefined || input.currency !== undefined)) throw validationError(input.amount_off !== undefined ? 'amount_off' : 'currency', 'is only for fixed coupons (a percentage has no currency)')
+  if ((input.cadence === 'repeated') !== (input.duration_in_periods !== undefined)) throw validationError('duration_in_periods', input.cadence === 'repeated' ? 'is required for a repeated coupon' : 'is only for repeated coupons')
+  if (input.redeem_after && input.redeem_before && input.redeem_before <= input.redeem_after) throw validationError('redeem_before', 'must be after redeem_after')
+  return {
+    ...input,
+    currency: input.currency?.toUpperCase(),
+    amount_off: fixed ? moneyAmount(input.amount_off!, input.currency!, 'amount_off') : undefined,
+    percentage_off: fixed ? undefined : percentage(input.percentage_off, 'percentage_off'),
+    metadata: input.metadata ?? {},
+  }
+}
+
+export async function createCoupon(deps: Deps, actor: Actor, input: CreateCouponInput): Promise<store.CouponRow> {
+  const fields = checked(input)
+  return transaction(deps, (tx) => insertRecord<store.CouponRow>(tx, store.COUPONS, actor, auditOf(deps, actor), fields))
+}
+
+export const getCoupon = (deps: Deps, actor: Actor, id: string): Promise<store.CouponRow> => requireRecord<store.CouponRow>(deps.sql, store.COUPONS, actor, id)
+
+export async function listCoupons(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.CouponRow>> {
+  const { rows, total } = await listRecords<store.CouponRow>(deps.sql, store.COUPONS, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
+  return page(rows, total, params)
+}
+
+/** Only the name and metadata change: invoices and associations were made under the coupon's terms. */
+export async function updateCoupon(deps: Deps, actor: Actor, id: string, input: UpdateCouponInput): Promise<store.CouponRow> {
+  const { version, ...fields } = input
+  return transaction(deps, (tx) => updateRecord<store.CouponRow>(tx, store.COUPONS, actor, id, fields, { version, audit: auditOf(deps, actor) }))
+}
+
+/** Deleting stops new redemptions; existing associations keep their promised discounts. */
+export const deleteCoupon = (deps: Deps, actor: Actor, id: string): Promise<store.CouponRow> =>
+  transaction(deps, (tx) => deleteRecord<store.CouponRow>(tx, store.COUPONS, actor, id, auditOf(deps, actor)))
+
+/**
+ * Counts one redemption of a coupon at `at` in the caller's transaction: under its row lock, the
+ * redemption window and max_redemptions are checked, then total_redemptions grows by one.
+ */
+export async function redeem(tx: Tx, scope: Scope, couponId: string, at: Date, field: string): Promise<store.CouponRow> {
+  const coupon = await store.lockCoupon(tx, scope, couponId)
+  if (!coupon || coupon.status !== 'published') throw validationError(field, `coupon ${couponId} not found`)
+  assertRedeemable(engineCoupon(coupon), at)
+  await store.countRedemption(tx, scope, couponId)
+  return { ...coupon, total_redemptions: coupon.total_redemptions + 1 }
+}
+
+export interface AssociateInput {
+  subscription_id: string
+  subscription_line_item_id?: string
+  start_date?: string
+  end_date?: string
+  metadata?: Record<string, string>
+}
+
+/** Redeems a coupon for a subscription (the whole or one of its line items). */
+export async function associateCoupon(deps: Deps, actor: Actor, couponId: string, input: AssociateInput): Promise<store.AssociationRow> {
+  const sub = await referenced('subscription_id', requireSubscription(deps.sql, actor, input.subscription_id))
+  const coupon = await getCoupon(deps, actor, couponId)
+  if (coupon.currency && coupon.currency !== sub.currency) throw validationError('subscription_id', `coupon ${couponId} is in ${coupon.currency}, the subscription in ${sub.currency}`)
+  const audit = auditOf(deps, actor)
+  const start = input.start_date ? new Date(input.start_date) : audit.at
+  if (input.end_date && new Date(input.end_date) <= start) throw validationError('end_date', 'must be after start_date')
+  return uniquely('coupon association', [{ index: store.ONCE_INDEX, field: 'coupon_id', value: couponId }], () =>
+    transaction(deps, (tx) => associateIn(tx, actor, audit, couponId, { ...input, start }, 'coupon_id')),
+  )
+}
+
+/** One association, redeemed in the caller's transaction. */
+export async function associateIn(
+  tx: Tx,
+  scope: Scope,
+  audit: Audit,
+  couponId: string,
+  input: Omit<AssociateInput, 'start_date'> & { start: Date },
+  field: string,
+): Promise<store.AssociationRow> {
+  await redeem(tx, scope, couponId, input.start, field)
+  return insertRecord<store.AssociationRow>(tx, store.ASSOCIATIONS, scope, audit, {
+    coupon_id: couponId,
+    subscription_id: input.subscription_id,
+    subscription_line_item_id: input.subscription_line_item_id ?? null,
+    start_date: input.start,
+    end_date: input.end_date ? new Date(input.end_date) : null,
+    metadata: input.metadata ?? {},
+  })
+}
+
+export async function listAssociations(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.AssociationRow>> {
+  const where = filterConditions(deps.sql, store.ASSOCIATION_FILTERS, filters)
+  const { rows, total } = await listRecords<store.AssociationRow>(deps.sql, store.ASSOCIATIONS, actor, params, where)
+  return page(rows, total, params)
+}
+
+export async function endAssociation(deps: Deps, actor: Actor, id: string): Promise<store.AssociationRow> {
+  return transaction(deps, async (tx) => {
+    const row = await requireRecord<store.AssociationRow>(tx, store.ASSOCIATIONS, actor, id, { published: true })
+    if (row.end_date && row.end_date <= deps.clock.now()) throw invalidOperation(`coupon association ${id} has already ended`)
+    return updateRecord<store.AssociationRow>(tx, store.ASSOCIATIONS, actor, id, { end_date: deps.clock.now() }, { audit: auditOf(deps, actor) })
+  })
+}
+
+/** The published associations of some subscriptions with their coupons (any status: a deleted coupon keeps its promise). */
+export async function associationsOf(db: Db, scope: Scope, subscriptionIds: string[]): Promise<{ association: store.AssociationRow; coupon: store.CouponRow }[]> {
+  const associations = await publishedIn<store.AssociationRow>(db, store.ASSOCIATIONS, scope, 'subscription_id', subscriptionIds, ['start_date', 'created_at'])
+  const coupons = new Map((await findRecords<store.CouponRow>(db, store.COUPONS, scope, associations.map((a) => a.coupon_id))).map((c) => [c.id, c]))
+  return associations.map((association) => ({ association, coupon: coupons.get(association.coupon_id)! }))
+}
+
+/**
+ * Subscriptions name coupons at creation (their `coupons`): each is redeemed here once, as an
+ * association from the subscription's start, before the subscription is first billed. A coupon that
+ * cannot be redeemed any more (window passed, redemptions used up) is left out and logged.
+ */
+export async function redeemSubscriptionCoupons(deps: Deps, scope: Scope, subs: { id: string; start_date: Date; coupons: string[] }[]): Promise<void> {
+  const wanted = subs.filter((s) => s.coupons.length > 0)
+  if (wanted.length === 0) return
+  const existing = await associationsOf(deps.sql, scope, wanted.map((s) => s.id))
+  const audit: Audit = { by: 'system', at: deps.clock.now() }
+  for (const sub of wanted) {
+    for (const couponId of sub.coupons.filter((c) => !existing.some((e) => e.association.subscription_id === sub.id && e.coupon.id === c))) {
+      try {
+        await uniquely('coupon association', [{ index: store.ONCE_INDEX, field: 'coupon_id', value: couponId }], () =>
+          transaction(deps, (tx) => associateIn(tx, scope, audit, couponId, { subscription_id: sub.id, start: sub.start_date }, 'coupons')),
+        )
+      } catch (err) {
+        deps.logger.warn({ err, subscription_id: sub.id, coupon_id: couponId }, 'subscription coupon not redeemed')
+      }
+    }
+  }
+}

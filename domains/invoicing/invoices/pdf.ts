@@ -1,0 +1,87 @@
+// The invoice as a PDF a finance team could send: number and dates, who is billed, every line with its
+// period, quantity and amount, the discounts, each tax, the totals and what is still due. Amounts are
+// printed with the currency's minor digits, exactly as stored (the PDF computes nothing).
+import PDFDocument from 'pdfkit'
+import { formatMoney, type Decimal } from '../../../core/money.ts'
+import type { InvoiceView } from './service.ts'
+
+const day = (d: Date | null | undefined): string => (d ? d.toISOString().slice(0, 10) : '—')
+
+export function renderPdf(invoice: InvoiceView): Promise<Buffer> {
+  const doc = new PDFDocument({ size: 'A4', margin: 50, info: { Title: `Invoice ${invoice.invoice_number ?? invoice.id}` } })
+  const chunks: Buffer[] = []
+  doc.on('data', (c: Buffer) => chunks.push(c))
+  const done = new Promise<Buffer>((resolve) => doc.on('end', () => resolve(Buffer.concat(chunks))))
+  const money = (d: Decimal) => `${formatMoney(d, invoice.currency)} ${invoice.currency}`
+  const left = 50
+  const width = doc.page.width - 100
+
+  doc.font('Helvetica-Bold').fontSize(20).text(invoice.invoice_status === 'DRAFT' ? 'DRAFT INVOICE' : 'INVOICE', left, 50)
+  doc.font('Helvetica').fontSize(10)
+  const meta: [string, string][] = [
+    ['Invoice number', invoice.invoice_number ?? '(assigned at finalization)'],
+    ['Status', `${invoice.invoice_status} / ${invoice.payment_status}`],
+    ['Issue date', invoice.issue_date ?? day(invoice.finalized_at ?? invoice.created_at)],
+    ['Due date', day(invoice.due_date)],
+    ['Billing period', invoice.period_start ? `${day(invoice.period_start)} – ${day(invoice.period_end)}` : '—'],
+  ]
+  let y = 85
+  for (const [k, v] of meta) {
+    doc.font('Helvetica-Bold').text(k, left, y, { width: 110 }).font('Helvetica').text(v, left + 115, y)
+    y += 15
+  }
+  const c = invoice.customer
+  const address = [c?.name || c?.external_id, c?.email, c?.address_line1, c?.address_line2, [c?.address_postal_code, c?.address_city].filter(Boolean).join(' '), [c?.address_state, c?.address_country].filter(Boolean).join(', ')].filter(Boolean) as string[]
+  doc.font('Helvetica-Bold').text('Bill to', left + 320, 85)
+  doc.font('Helvetica').text(address.join('\n'), left + 320, 100, { width: 180 })
+
+  // Lines: description (with period), quantity, amount.
+  y = Math.max(y, 100 + address.length * 13) + 25
+  const cols = { desc: left, qty: left + 300, amount: left + 370 }
+  doc.font('Helvetica-Bold')
+  doc.text('Description', cols.desc, y).text('Quantity', cols.qty, y, { width: 60, align: 'right' }).text('Amount', cols.amount, y, { width: width - 370, align: 'right' })
+  y += 15
+  doc.moveTo(left, y).lineTo(left + width, y).stroke()
+  y += 6
+  doc.font('Helvetica')
+  for (const l of invoice.line_items) {
+    const period = l.period_start ? `${day(l.period_start)} – ${day(l.period_end)}` : ''
+    const text = [l.display_name ?? l.price_id ?? 'Item', period].filter(Boolean).join('\n')
+    const h = doc.heightOfString(text, { width: 290 })
+    if (y + h > doc.page.height - 160) {
+      doc.addPage()
+      y = 50
+    }
+    doc.text(text, cols.desc, y, { width: 290 })
+    doc.text(l.quantity.toFixed(), cols.qty, y, { width: 60, align: 'right' })
+    doc.text(money(l.amount), cols.amount, y, { width: width - 370, align: 'right' })
+    y += Math.max(h, 12) + 6
+  }
+  doc.moveTo(left, y).lineTo(left + width, y).stroke()
+  y += 10
+
+  const totals: [string, string, boolean?][] = [['Subtotal', money(invoice.subtotal)]]
+  for (const a of invoice.coupon_applications) {
+    const name = (a.coupon_snapshot.name as string | undefined) ?? a.coupon_id
+    const pct = a.discount_percentage ? ` (${a.discount_percentage.toFixed()}%)` : ''
+    totals.push([`Discount ${name}${pct}`, `-${money(a.discounted_amount)}`])
+  }
+  for (const t of invoice.taxes) {
+    const rate = t.tax_rate as { name?: string; code?: string; percentage_value?: string; tax_rate_type?: string }
+    const pct = rate.tax_rate_type === 'percentage' ? ` ${rate.percentage_value}%` : ''
+    totals.push([`${rate.name ?? rate.code ?? 'Tax'}${pct} on ${money(t.taxable_amount)}`, money(t.tax_amount)])
+  }
+  totals.push(['Total', money(invoice.total), true])
+  if (!invoice.total_prepaid_credits_applied.isZero()) totals.push(['Prepaid credits', `-${money(invoice.total_prepaid_credits_applied)}`])
+  if (!invoice.adjustment_amount.isZero()) totals.push(['Credit notes (adjustments)', `-${money(invoice.adjustment_amount)}`])
+  totals.push(['Amount paid', money(invoice.amount_paid)])
+  totals.push(['Amount due', money(invoice.amount_remaining), true])
+  for (const [label, value, bold] of totals) {
+    doc.font(bold ? 'Helvetica-Bold' : 'Helvetica')
+    doc.text(label, left + 180, y, { width: 220, align: 'right' }).text(value, cols.amount, y, { width: width - 370, align: 'right' })
+    y += 15
+  }
+  if (invoice.description) doc.font('Helvetica').text(invoice.description, left, y + 15, { width })
+  doc.end()
+  return done
+}

@@ -1,0 +1,43 @@
+// The Koa app factory: tests build exactly the app that the CLI serves.
+import { bodyParser } from '@koa/bodyparser'
+import Router from '@koa/router'
+import Koa from 'koa'
+import { randomUUID } from 'node:crypto'
+import type { Deps } from '../infra/deps.ts'
+import { errorHandler } from './errors.ts'
+import { RateLimiter } from './rate-limit.ts'
+import { mountRoutes, type Route } from './route.ts'
+import { healthRoutes } from './routes/health.ts'
+import { openApiRoutes } from './routes/openapi.ts'
+
+export const VERSION = '0.1.0'
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
+  const app = new Koa({ proxy: true })
+  const router = new Router()
+  const routes: Route[] = [...healthRoutes, ...roleRoutes]
+  routes.push(...openApiRoutes(() => routes, VERSION))
+  mountRoutes(router, routes, { deps, limiter: new RateLimiter(deps.config.rateLimitPerSecond) })
+
+  app.use(async (ctx, next) => {
+    const given = ctx.get('x-request-id')
+    ctx.state.requestId = REQUEST_ID.test(given) ? given : randomUUID()
+    ctx.set('x-request-id', ctx.state.requestId as string)
+    await next()
+  })
+  app.use(errorHandler(deps.logger))
+  app.use(
+    bodyParser({
+      enableTypes: ['json'],
+      jsonLimit: deps.config.maxBodyBytes,
+      // Any body is read as JSON, so `curl -d` without a content type gets a clear answer, not an empty body.
+      detectJSON: () => true,
+      encoding: 'utf-8',
+    }),
+  )
+  app.use(router.routes())
+  app.use(router.allowedMethods({ throw: true }))
+  return app
+}

@@ -1,0 +1,55 @@
+// The OpenAPI document is generated from the route declarations: the same JSON schemas that
+// validate requests describe them, so the document cannot drift from the code.
+import type { Route } from './route.ts'
+import type { JsonSchema } from '../core/validate.ts'
+
+const errorBody: JsonSchema = {
+  type: 'object',
+  required: ['code', 'message', 'http_status_code', 'details'],
+  properties: {
+    code: { type: 'string' },
+    message: { type: 'string' },
+    http_status_code: { type: 'integer' },
+    details: { type: 'object', additionalProperties: true },
+  },
+}
+
+function queryParameters(schema: JsonSchema | undefined): JsonSchema[] {
+  const props = (schema?.properties ?? {}) as Record<string, JsonSchema>
+  const required = new Set((schema?.required as string[] | undefined) ?? [])
+  const params = Object.entries(props).map(([name, s]) => ({ name, in: 'query', required: required.has(name), schema: s }))
+  if (schema?.patternProperties) {
+    params.push({ name: 'metadata[key]', in: 'query', required: false, schema: { type: 'string', description: 'metadata filter, e.g. metadata[plan]=pro' } })
+  }
+  return params
+}
+
+export function openApiDocument(routes: Route[], version: string): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {}
+  for (const r of routes) {
+    const pathParams = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
+    const op: JsonSchema = {
+      tags: [r.tag],
+      summary: r.summary,
+      parameters: [...pathParams, ...queryParameters(r.query)],
+      responses: {
+        [String(r.status ?? 200)]: { description: 'OK', content: { 'application/json': { schema: r.response ?? { type: 'object' } } } },
+        default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+      },
+      ...(r.permission === 'public' ? { security: [] } : { 'x-required-permission': r.permission }),
+    }
+    if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: r.body } } }
+    ;(paths[r.path] ??= {})[r.method.toLowerCase()] = op
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'meterbill API', version },
+    servers: [{ url: '/' }],
+    security: [{ ApiKeyAuth: [] }],
+    components: {
+      securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'x-api-key' } },
+      schemas: { Error: errorBody },
+    },
+    paths,
+  }
+}

@@ -1,0 +1,51 @@
+// JSON schemas shared by the record routes: decimals, metadata, currencies, and the list and search
+// requests built from a resource's declared filters.
+import type { FilterOp, FilterSpec } from '../infra/records.ts'
+import { listParams, listQuerySchema, type ListParams } from './list.ts'
+import type { JsonSchema } from '../core/validate.ts'
+
+/** Plain decimal text, as money and quantities travel: "12", "0.000001"; no exponent, no "+", no ".5". */
+export const decimalString: JsonSchema = { type: 'string', pattern: '^-?\\d+(\\.\\d+)?$', description: 'decimal number as a string' }
+export const nonNegativeDecimal: JsonSchema = { type: 'string', pattern: '^\\d+(\\.\\d+)?$', description: 'non-negative decimal number as a string' }
+export const metadataSchema: JsonSchema = { type: 'object', additionalProperties: { type: 'string' } }
+export const currencySchema: JsonSchema = { type: 'string', pattern: '^[A-Za-z]{3}$', description: 'three-letter ISO 4217 code' }
+export const dateTime: JsonSchema = { type: 'string', format: 'date-time' }
+export const idList: JsonSchema = { type: 'array', items: { type: 'string', minLength: 1 }, maxItems: 1000 }
+/** PUT bodies may carry the version the caller read; a stale one is refused with version_conflict. */
+export const versionField: JsonSchema = { type: 'integer', minimum: 1 }
+
+const FILTER_SCHEMA: Record<FilterOp, JsonSchema> = {
+  eq: { type: 'string' },
+  in: idList,
+  contains: { type: 'string', minLength: 1 },
+  gte: dateTime,
+  lt: dateTime,
+}
+
+const filterProperties = (spec: FilterSpec): Record<string, JsonSchema> =>
+  Object.fromEntries(Object.entries(spec).map(([name, { op }]) => [name, FILTER_SCHEMA[op]]))
+
+/** Query string of GET /v1/<r>: paging, sorting, status, metadata[key]=value and the resource's filters. */
+export const listQuery = (sortable: readonly string[], spec: FilterSpec): JsonSchema => listQuerySchema(sortable, filterProperties(spec))
+
+/** Body of POST /v1/<r>/search: the same as the list query, with metadata as an object. */
+export function searchBody(sortable: readonly string[], spec: FilterSpec): JsonSchema {
+  const query = listQuerySchema(sortable) as { properties: Record<string, JsonSchema> }
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: { ...query.properties, metadata: metadataSchema, ...filterProperties(spec) },
+  }
+}
+
+export interface ListRequest {
+  params: ListParams
+  filters: Record<string, unknown>
+}
+
+export const fromListQuery = (query: Record<string, unknown>): ListRequest => ({ params: listParams(query), filters: query })
+
+export const fromSearchBody = (body: Record<string, unknown>): ListRequest => ({
+  params: { ...listParams(body), metadata: (body.metadata as Record<string, string> | undefined) ?? {} },
+  filters: body,
+})

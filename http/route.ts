@@ -1,0 +1,85 @@
+// A route is declared once: method, path, permission, the JSON schemas of its body and query, and a
+// handler. Mounting adds authentication, the role check, rate limiting and validation, and the
+// same declarations generate the OpenAPI document.
+import type Router from '@koa/router'
+import type { Context } from 'koa'
+import { AppError } from '../core/errors.ts'
+import type { Actor, Role } from '../core/scope.ts'
+import type { Deps } from '../infra/deps.ts'
+import { authenticate } from '../domains/tenancy/keys/service.ts'
+import type { RateLimiter } from './rate-limit.ts'
+import { validateBody, validateQuery, type JsonSchema } from '../core/validate.ts'
+
+/** `public` needs no key; `ingest` is event intake, which SDK-embedded keys may call and nothing else. */
+export type Permission = 'public' | 'ingest' | 'read' | 'write' | 'admin'
+
+const ALLOWED: Record<Exclude<Permission, 'public'>, readonly Role[]> = {
+  ingest: ['ingest', 'write', 'admin'],
+  read: ['read', 'write', 'admin'],
+  write: ['write', 'admin'],
+  admin: ['admin'],
+}
+
+export interface Request<B, Q> {
+  deps: Deps
+  actor: Actor
+  body: B
+  query: Q
+  params: Record<string, string>
+  ctx: Context
+}
+
+export interface Route<B = any, Q = any> {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH'
+  /** OpenAPI style: `/v1/customers/{id}`. */
+  path: string
+  tag: string
+  summary: string
+  permission: Permission
+  body?: JsonSchema
+  query?: JsonSchema
+  /** Success status; default 200. */
+  status?: number
+  /** Response schema, for the OpenAPI document only. */
+  response?: JsonSchema
+  /** Returns the response body; returning undefined leaves ctx.body as the handler set it. */
+  handler(req: Request<B, Q>): Promise<unknown>
+}
+
+export const defineRoute = <B = Record<string, never>, Q = Record<string, never>>(route: Route<B, Q>): Route<B, Q> => route
+
+const koaPath = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1')
+
+export interface MountOptions {
+  deps: Deps
+  limiter: RateLimiter
+}
+
+export function authorize(actor: Actor, permission: Exclude<Permission, 'public'>): void {
+  if (!actor.roles.some((r) => ALLOWED[permission].includes(r))) {
+    throw new AppError('permission_denied', `this API key may not ${permission === 'ingest' ? 'send events' : permission}`, {
+      required_roles: ALLOWED[permission],
+      key_roles: actor.roles,
+    })
+  }
+}
+
+export function mountRoutes(router: Router, routes: Route[], { deps, limiter }: MountOptions): void {
+  for (const route of routes) {
+    router.register(koaPath(route.path), [route.method], async (ctx: Context) => {
+      let actor = undefined as unknown as Actor
+      if (route.permission !== 'public') {
+        actor = await authenticate(deps, ctx.get('x-api-key') || undefined)
+        limiter.take(actor.keyId)
+        authorize(actor, route.permission)
+      }
+      const query = route.query ? validateQuery(route.query, { ...ctx.query }) : {}
+      const body = route.body ? validateBody(route.body, (ctx.request as { body?: unknown }).body ?? {}) : {}
+      const result = await route.handler({ deps, actor, body, query, params: (ctx as unknown as { params: Record<string, string> }).params, ctx })
+      if (result !== undefined) {
+        ctx.status = route.status ?? 200
+        ctx.body = result
+      }
+    })
+  }
+}

@@ -1,0 +1,75 @@
+import type { Context } from 'koa'
+import { defineRoute, type Route } from '../route.ts'
+import type { JsonSchema } from '../../core/validate.ts'
+import { recordRoutes } from '../record-routes.ts'
+import { metadataSchema, versionField } from '../record-schema.ts'
+import { toWire } from '../../domains/records/wire.ts'
+import { PROVIDER_TYPES } from '../../domains/integrations/provider.ts'
+import * as service from '../../domains/integrations/service.ts'
+
+const secret: JsonSchema = { type: 'string', minLength: 1, maxLength: 1000 }
+const secretData: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'Stored encrypted, never returned',
+  properties: {
+    stripe: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { secret_key: secret, webhook_secret: secret, publishable_key: secret, account_id: secret },
+    },
+  },
+}
+const direction: JsonSchema = { type: 'object', additionalProperties: false, properties: { inbound: { type: 'boolean' }, outbound: { type: 'boolean' } } }
+const syncConfig: JsonSchema = { type: 'object', additionalProperties: direction, description: 'per entity (invoice, …) {inbound, outbound}; invoices go out and payments come in by default' }
+const baseUrl: JsonSchema = { type: ['string', 'null'], pattern: '^https?://[^\\s]+$', maxLength: 500, description: "the provider API's root; default https://api.stripe.com" }
+const name: JsonSchema = { type: 'string', minLength: 1, maxLength: 255 }
+
+const rawBodyOf = (ctx: Context): string | undefined => (ctx.request as { rawBody?: string }).rawBody
+
+export const integrationRoutes: Route[] = [
+  ...recordRoutes({
+    path: '/v1/connections',
+    tag: 'Integrations',
+    noun: 'connection',
+    sortable: ['created_at', 'updated_at', 'name'],
+    filters: service.FILTERS,
+    createBody: {
+      type: 'object',
+      required: ['name', 'provider_type', 'encrypted_secret_data'],
+      additionalProperties: false,
+      properties: { name, provider_type: { type: 'string', enum: [...PROVIDER_TYPES] }, encrypted_secret_data: secretData, api_base_url: baseUrl, sync_config: syncConfig, metadata: metadataSchema },
+    },
+    updateBody: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { name, encrypted_secret_data: secretData, api_base_url: baseUrl, sync_config: syncConfig, metadata: metadataSchema, version: versionField },
+    },
+    service: { create: service.createConnection, get: service.getConnection, list: service.listConnections, update: service.updateConnection, remove: service.deleteConnection },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/invoices/{id}/sync',
+    tag: 'Integrations',
+    summary: "Where the invoice's push to each connected payment provider stands (PENDING, SYNCED, FAILED, SKIPPED)",
+    permission: 'read',
+    handler: async ({ deps, actor, params }) => toWire(await service.invoiceSyncs(deps, actor, params.id)),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/invoices/{id}/sync',
+    tag: 'Integrations',
+    summary: "Try the invoice's failed or waiting pushes again at the sync job's next run, with fresh attempts",
+    permission: 'write',
+    handler: async ({ deps, actor, params }) => toWire(await service.retryInvoiceSync(deps, actor, params.id)),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/webhooks/{provider}/{tenant_id}/{environment_id}',
+    tag: 'Integrations',
+    summary: "A payment provider's notification (Stripe: invoice.paid, payment_intent.succeeded), signed with the connection's webhook secret",
+    permission: 'public',
+    handler: async ({ deps, params, ctx }) =>
+      service.receiveNotification(deps, { provider: params.provider, tenantId: params.tenant_id, environmentId: params.environment_id, rawBody: rawBodyOf(ctx), headers: ctx.headers }),
+  }),
+]

@@ -1,0 +1,47 @@
+import { ROLES, type Role } from '../../core/scope.ts'
+import { listParams, listQuerySchema } from '../list.ts'
+import { defineRoute, type Route } from '../route.ts'
+import * as service from '../../domains/tenancy/keys/service.ts'
+
+const createBody = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 255 },
+    roles: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...ROLES] } },
+    expires_at: { type: 'string', format: 'date-time' },
+    environment_id: { type: 'string', minLength: 1 },
+    type: { type: 'string', enum: ['private_key'] },
+  },
+}
+
+export const keyRoutes: Route[] = [
+  defineRoute<Record<string, never>, Record<string, unknown>>({
+    method: 'GET',
+    path: '/v1/secrets/api/keys',
+    tag: 'API keys',
+    summary: 'List API keys of this environment (never the secret)',
+    permission: 'admin',
+    query: listQuerySchema(['created_at', 'name', 'last_used_at']),
+    handler: ({ deps, actor, query }) => service.listKeys(deps, actor, listParams(query)),
+  }),
+  defineRoute<service.CreateKeyInput & { roles?: Role[] }>({
+    method: 'POST',
+    path: '/v1/secrets/api/keys',
+    tag: 'API keys',
+    summary: 'Create an API key; the secret is returned once as api_key',
+    permission: 'admin',
+    body: createBody,
+    status: 201,
+    handler: ({ deps, actor, body }) => service.createKey(deps, actor, body),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/secrets/api/keys/{id}',
+    tag: 'API keys',
+    summary: 'Revoke an API key',
+    permission: 'admin',
+    handler: ({ deps, actor, params }) => service.revokeKey(deps, actor, params.id),
+  }),
+]

@@ -1,0 +1,288 @@
+import { BILLING_PERIODS } from '../../core/periods.ts'
+import { defineRoute, type Route } from '../route.ts'
+import type { JsonSchema } from '../../core/validate.ts'
+import { recordRoutes } from '../record-routes.ts'
+import { currencySchema, dateTime, decimalString, fromListQuery, fromSearchBody, idList, listQuery, metadataSchema, nonNegativeDecimal, searchBody, versionField } from '../record-schema.ts'
+import { toWire } from '../../domains/records/wire.ts'
+import { cancelSubscription, type CancelInput } from '../../domains/subscriptions/cancel.ts'
+import { customerEntitlements, type EntitlementQuery } from '../../domains/subscriptions/entitlements.ts'
+import { executeModification, previewModification, type ModifyInput } from '../../domains/subscriptions/modify.ts'
+import * as phases from '../../domains/subscriptions/phases.ts'
+import * as service from '../../domains/subscriptions/service.ts'
+
+const id: JsonSchema = { type: 'string', minLength: 1 }
+
+const phase: JsonSchema = {
+  type: 'object',
+  required: ['start_date'],
+  additionalProperties: false,
+  properties: {
+    start_date: dateTime,
+    end_date: { type: ['string', 'null'], format: 'date-time' },
+    metadata: metadataSchema,
+    line_items: {
+      type: 'array',
+      maxItems: 100,
+      items: { type: 'object', required: ['price_id'], additionalProperties: false, properties: { price_id: id, quantity: decimalString } },
+    },
+  },
+}
+
+const createBody: JsonSchema = {
+  type: 'object',
+  required: ['plan_id', 'currency', 'billing_period'],
+  additionalProperties: false,
+  properties: {
+    subscription_status: { type: 'string', enum: ['draft'], description: 'create as a draft, activated later' },
+    customer_id: id,
+    external_customer_id: id,
+    plan_id: id,
+    currency: currencySchema,
+    lookup_key: { type: 'string', maxLength: 255 },
+    billing_cadence: { type: 'string', enum: ['RECURRING'] },
+    billing_period: { type: 'string', enum: [...BILLING_PERIODS] },
+    billing_period_count: { type: 'integer', minimum: 1, maximum: 100 },
+    billing_cycle: { type: 'string', enum: ['anniversary', 'calendar'] },
+    billing_anchor: dateTime,
+    start_date: dateTime,
+    end_date: dateTime,
+    trial_period_days: { type: 'integer', minimum: 0, maximum: 3650 },
+    trial_start: dateTime,
+    trial_end: dateTime,
+    collection_method: { type: 'string', enum: ['charge_automatically', 'send_invoice'] },
+    payment_behavior: { type: 'string', enum: ['default_active', 'default_incomplete', 'allow_incomplete', 'error_if_incomplete'] },
+    payment_terms: { type: 'string', pattern: '^\\d{1,3} NET$', description: 'e.g. "15 NET"' },
+    proration_behavior: { type: 'string', enum: ['create_prorations', 'none'] },
+    auto_invoice_threshold: decimalString,
+    commitment_amount: nonNegativeDecimal,
+    commitment_duration: { type: 'string', enum: [...BILLING_PERIODS] },
+    overage_factor: nonNegativeDecimal,
+    enable_true_up: { type: 'boolean' },
+    invoicing_customer_id: id,
+    parent_subscription_id: id,
+    inheritance: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { parent_subscription_id: id, subscriptions_ids_for_grouped_invoicing: idList },
+    },
+    customer_timezone: { type: 'string', minLength: 1, maxLength: 64 },
+    gateway_payment_method_id: id,
+    coupons: { type: 'array', maxItems: 50, items: id },
+    tax_rate_overrides: {
+      type: 'array',
+      maxItems: 50,
+      items: {
+        type: 'object',
+        required: ['currency', 'tax_rate_code'],
+        additionalProperties: false,
+        properties: {
+          currency: currencySchema,
+          tax_rate_code: id,
+          auto_apply: { type: 'boolean', default: true },
+          priority: { type: 'integer' },
+          metadata: metadataSchema,
+        },
+      },
+    },
+    metadata: metadataSchema,
+    phases: { type: 'array', maxItems: 50, items: phase },
+    addons: {
+      type: 'array',
+      maxItems: 50,
+      items: { type: 'object', required: ['addon_id'], additionalProperties: false, properties: { addon_id: id, quantity: { type: 'integer', minimum: 1 } } },
+    },
+  },
+}
+
+const cancelBody: JsonSchema = {
+  type: 'object',
+  required: ['cancellation_type'],
+  additionalProperties: false,
+  properties: {
+    cancellation_type: { type: 'string', enum: ['immediate', 'end_of_period', 'scheduled_date'] },
+    cancel_at: dateTime,
+    reason: { type: 'string', maxLength: 1000 },
+    proration_behavior: { type: 'string', enum: ['create_prorations', 'always_invoice', 'none'] },
+    version: versionField,
+  },
+}
+
+const withProperties = (schema: JsonSchema, extra: Record<string, JsonSchema>): JsonSchema => ({
+  ...schema,
+  properties: { ...(schema.properties as Record<string, JsonSchema>), ...extra },
+})
+
+const modifyBody: JsonSchema = {
+  type: 'object',
+  required: ['type'],
+  additionalProperties: false,
+  properties: {
+    type: { type: 'string', enum: ['quantity_change', 'grouped_invoicing_add', 'grouped_invoicing_remove'] },
+    quantity_change_params: {
+      type: 'object',
+      required: ['line_items'],
+      additionalProperties: false,
+      properties: {
+        line_items: {
+          type: 'array',
+          minItems: 1,
+          maxItems: 100,
+          items: {
+            type: 'object',
+            required: ['id', 'quantity'],
+            additionalProperties: false,
+            properties: { id, quantity: decimalString, effective_date: dateTime },
+          },
+        },
+        proration_behavior: { type: 'string', enum: ['create_prorations', 'always_invoice', 'none'] },
+      },
+    },
+    grouped_invoicing_params: {
+      type: 'object',
+      required: ['child_subscription_ids'],
+      additionalProperties: false,
+      properties: { child_subscription_ids: { ...idList, minItems: 1 } },
+    },
+    version: versionField,
+  },
+}
+
+const phaseUpdateBody: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { start_date: dateTime, end_date: { type: ['string', 'null'], format: 'date-time' }, metadata: metadataSchema, version: versionField },
+}
+
+const entitlementQuery: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { feature_ids: idList, subscription_ids: idList },
+}
+
+const SORTABLE = ['created_at', 'updated_at', 'start_date', 'current_period_end']
+const LINE_ITEM_SORTABLE = ['created_at', 'start_date', 'end_date']
+
+export const subscriptionRoutes: Route[] = [
+  defineRoute<Record<string, unknown>>({
+    method: 'POST',
+    path: '/v1/subscriptions/lineitems/search',
+    tag: 'Subscriptions',
+    summary: 'Search subscription line items by subscription, price, phase, type and date ranges',
+    permission: 'read',
+    body: withProperties(searchBody(LINE_ITEM_SORTABLE, service.LINE_ITEM_FILTERS), { active_at: dateTime }),
+    handler: async ({ deps, actor, body }) => toWire(await service.searchLineItems(deps, actor, fromSearchBody(body))),
+  }),
+  ...recordRoutes({
+    path: '/v1/subscriptions',
+    tag: 'Subscriptions',
+    noun: 'subscription',
+    sortable: SORTABLE,
+    filters: service.FILTERS,
+    createBody,
+    updateBody: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { lookup_key: { type: ['string', 'null'], maxLength: 255 }, metadata: metadataSchema, version: versionField },
+    },
+    service: {
+      create: service.createSubscription,
+      get: service.getSubscription,
+      list: service.listSubscriptions,
+      update: service.updateSubscription,
+    },
+  }),
+  defineRoute<{ start_date?: string; version?: number }>({
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/activate',
+    tag: 'Subscriptions',
+    summary: 'Activate a draft subscription from start_date (default now)',
+    permission: 'write',
+    body: { type: 'object', additionalProperties: false, properties: { start_date: dateTime, version: versionField } },
+    handler: async ({ deps, actor, params, body }) => toWire(await service.activateSubscription(deps, actor, params.id, body)),
+  }),
+  defineRoute<CancelInput>({
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/cancel',
+    tag: 'Subscriptions',
+    summary: 'Cancel now, at the end of the current period, or on a future date (cancel_at); proration_behavior settles the unused rest',
+    permission: 'write',
+    body: cancelBody,
+    handler: async ({ deps, actor, params, body }) => toWire(await cancelSubscription(deps, actor, params.id, body)),
+  }),
+  defineRoute<Record<string, never>, Record<string, unknown>>({
+    method: 'GET',
+    path: '/v1/customers/{id}/subscriptions',
+    tag: 'Subscriptions',
+    summary: "List a customer's subscriptions",
+    permission: 'read',
+    query: listQuery(SORTABLE, service.FILTERS),
+    handler: async ({ deps, actor, params, query }) => toWire(await service.listCustomerSubscriptions(deps, actor, params.id, fromListQuery(query))),
+  }),
+  ...(['preview', 'execute'] as const).map((step) =>
+    defineRoute<ModifyInput>({
+      method: 'POST',
+      path: `/v1/subscriptions/{id}/modify/${step}`,
+      tag: 'Subscriptions',
+      summary:
+        step === 'preview'
+          ? 'Work out a quantity change or a grouped-invoicing change and its prorated amounts, changing nothing'
+          : 'Apply a quantity change or a grouped-invoicing change; bumps the version',
+      permission: step === 'preview' ? 'read' : 'write',
+      body: modifyBody,
+      handler: ({ deps, actor, params, body }) => (step === 'preview' ? previewModification : executeModification)(deps, actor, params.id, body),
+    }),
+  ),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/subscriptions/{id}/phases',
+    tag: 'Subscriptions',
+    summary: "List a subscription's phases with their line items",
+    permission: 'read',
+    handler: async ({ deps, actor, params }) => toWire(await phases.listPhases(deps, actor, params.id)),
+  }),
+  defineRoute<service.PhaseInput>({
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/phases',
+    tag: 'Subscriptions',
+    summary: 'Add a phase, with its own line items, to a subscription',
+    permission: 'write',
+    body: phase,
+    status: 201,
+    handler: async ({ deps, actor, params, body }) => toWire(await phases.addPhase(deps, actor, params.id, body)),
+  }),
+  defineRoute<phases.UpdatePhaseInput>({
+    method: 'PUT',
+    path: '/v1/subscriptions/{id}/phases/{phase_id}',
+    tag: 'Subscriptions',
+    summary: "Change a phase's dates or metadata; its line items follow its dates",
+    permission: 'write',
+    body: phaseUpdateBody,
+    handler: async ({ deps, actor, params, body }) => toWire(await phases.updatePhase(deps, actor, params.id, params.phase_id, body)),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/subscriptions/{id}/phases/{phase_id}',
+    tag: 'Subscriptions',
+    summary: 'Delete a phase and its line items',
+    permission: 'write',
+    handler: async ({ deps, actor, params }) => toWire(await phases.deletePhase(deps, actor, params.id, params.phase_id)),
+  }),
+  defineRoute<Record<string, never>, EntitlementQuery>({
+    method: 'GET',
+    path: '/v1/customers/external/{external_id}/entitlements',
+    tag: 'Entitlements',
+    summary: 'What a customer, found by external_id, may use now (see GET /v1/customers/{id}/entitlements)',
+    permission: 'read',
+    query: entitlementQuery,
+    handler: async ({ deps, actor, params, query }) => toWire(await customerEntitlements(deps, actor, { external_id: params.external_id }, query)),
+  }),
+  defineRoute<Record<string, never>, EntitlementQuery>({
+    method: 'GET',
+    path: '/v1/customers/{id}/entitlements',
+    tag: 'Entitlements',
+    summary: 'What a customer may use now: each feature merged across its live subscriptions and addons, with the sources',
+    permission: 'read',
+    query: entitlementQuery,
+    handler: async ({ deps, actor, params, query }) => toWire(await customerEntitlements(deps, actor, { id: params.id }, query)),
+  }),
+]

@@ -1,0 +1,92 @@
+import { AGGREGATION_TYPES, type AggregationType } from '../../core/meters.ts'
+import { WINDOW_SIZES, type WindowSize } from '../../core/periods.ts'
+import { validationError } from '../../core/errors.ts'
+import { defineRoute, type Route } from '../route.ts'
+import type { JsonSchema } from '../../core/validate.ts'
+import * as service from '../../domains/usage/queries/service.ts'
+
+interface RangeBody {
+  customer_id?: string
+  external_customer_id?: string
+  start_time: string
+  end_time: string
+  filters?: Record<string, string[]>
+  window_size?: WindowSize
+  billing_anchor?: string
+  timezone?: string
+}
+
+const range: Record<string, JsonSchema> = {
+  customer_id: { type: 'string', minLength: 1 },
+  external_customer_id: { type: 'string', minLength: 1 },
+  start_time: { type: 'string', format: 'date-time' },
+  end_time: { type: 'string', format: 'date-time' },
+  filters: { type: 'object', additionalProperties: { type: 'array', minItems: 1, items: { type: 'string' } } },
+  window_size: { type: 'string', enum: [...WINDOW_SIZES] },
+  billing_anchor: { type: 'string', format: 'date-time' },
+  timezone: { type: 'string', minLength: 1, maxLength: 64 },
+}
+
+const query = (b: RangeBody): service.UsageQuery => ({
+  customerId: b.customer_id,
+  externalCustomerId: b.external_customer_id,
+  start: new Date(b.start_time),
+  end: new Date(b.end_time),
+  windowSize: b.window_size,
+  billingAnchor: b.billing_anchor ? new Date(b.billing_anchor) : undefined,
+  timeZone: b.timezone,
+  filters: b.filters,
+})
+
+/** Decimal strings at the edge; each result's window_size is its window's start, as the reference API answers. */
+const present = (r: service.UsageResult) => ({
+  ...(r.meterId ? { meter_id: r.meterId } : {}),
+  event_name: r.eventName,
+  type: r.type,
+  value: r.value.toFixed(),
+  results: r.results.map((w) => ({
+    window_size: w.windowStart.toISOString(),
+    start: w.start.toISOString(),
+    end: w.end.toISOString(),
+    value: w.value.toFixed(),
+    ...(w.groups.size > 1 || (w.groups.size === 1 && !w.groups.has('')) ? { groups: Object.fromEntries([...w.groups].map(([g, v]) => [g, v.toFixed()])) } : {}),
+  })),
+})
+
+export const usageRoutes: Route[] = [
+  defineRoute<RangeBody & { meter_id: string }>({
+    method: 'POST',
+    path: '/v1/events/usage/meter',
+    tag: 'Usage',
+    summary: "A meter's usage over [start_time, end_time), per window (billing_anchor shapes MONTH windows)",
+    permission: 'read',
+    body: { type: 'object', required: ['meter_id', 'start_time', 'end_time'], additionalProperties: false, properties: { meter_id: { type: 'string', minLength: 1 }, ...range } },
+    handler: async ({ deps, actor, body }) => present(await service.meterUsage(deps, actor, { ...query(body), meterId: body.meter_id })),
+  }),
+  defineRoute<RangeBody & { event_name: string; aggregation_type: AggregationType; property_name?: string; multiplier?: string; group_by?: string; bucket_size?: WindowSize }>({
+    method: 'POST',
+    path: '/v1/events/usage',
+    tag: 'Usage',
+    summary: 'Usage by event name and aggregation, without a stored meter (reads raw events)',
+    permission: 'read',
+    body: {
+      type: 'object',
+      required: ['event_name', 'aggregation_type', 'start_time', 'end_time'],
+      additionalProperties: false,
+      properties: {
+        event_name: { type: 'string', minLength: 1 },
+        aggregation_type: { type: 'string', enum: [...AGGREGATION_TYPES] },
+        property_name: { type: 'string', minLength: 1 },
+        multiplier: { type: 'string', pattern: '^\\d+(\\.\\d+)?$' },
+        group_by: { type: 'string', minLength: 1 },
+        bucket_size: { type: 'string', enum: [...WINDOW_SIZES] },
+        ...range,
+      },
+    },
+    handler: async ({ deps, actor, body }) => {
+      if (body.aggregation_type !== 'COUNT' && !body.property_name) throw validationError('property_name', `is required for ${body.aggregation_type}`)
+      const aggregation = { type: body.aggregation_type, field: body.property_name, multiplier: body.multiplier, groupBy: body.group_by, bucketSize: body.bucket_size }
+      return present(await service.eventUsage(deps, actor, { ...query(body), eventName: body.event_name, aggregation }))
+    },
+  }),
+]
