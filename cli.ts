@@ -9,7 +9,7 @@ import { openDeps } from './infra/deps.ts'
 import { migrate } from './infra/migrate.ts'
 import { ROLE_NAMES, startRoles, type RoleName } from './roles.ts'
 import { jobs } from './worker/jobs.ts'
-import { runJob } from './worker/scheduler.ts'
+import { runJob } from './infra/scheduler.ts'
 
 const USAGE = `usage: meterbill <command>
 

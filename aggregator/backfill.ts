@@ -7,7 +7,7 @@ import { resolveUsage } from '../core/meters.ts'
 import type { Deps } from '../infra/deps.ts'
 import { revisionRules } from '../domains/catalog/meters/service.ts'
 import * as meters from '../domains/catalog/meters/store.ts'
-import { runJob, type Job } from '../worker/scheduler.ts'
+import { runJob, type Job } from '../infra/scheduler.ts'
 import { countEvents, eventsMissingRows, insertMeterUsage, type MeterUsageInsert } from './store.ts'
 
 const PAGE = 10_000

@@ -1,6 +1,7 @@
 // ClickHouse SQL of the batch writer: which event ids are already stored, and the one insert per batch.
 import type { ClickHouse } from '../infra/clickhouse.ts'
 import { chDateTime, LONG_QUERY, sqlStringArray } from '../infra/ch-literals.ts'
+import { EVENT_COLUMNS, type StoredEventRow } from '../infra/stored-events.ts'
 import type { UsageEvent } from '../core/events.ts'
 import type { UsageRow } from '../core/meters.ts'
 
@@ -226,22 +227,6 @@ export async function insertBatch(ch: ClickHouse, rows: string | Uint8Array, tok
     },
   })
 }
-
-export interface StoredEventRow {
-  id: string
-  external_customer_id: string
-  customer_id: string
-  event_name: string
-  source: string
-  timestamp: string
-  received_at: string
-  properties: string
-}
-
-export const EVENT_COLUMNS = 'id, external_customer_id, customer_id, event_name, source, timestamp, received_at, properties'
-
-/** ClickHouse's `YYYY-MM-DD hh:mm:ss.sss` (UTC) as a Date. */
-export const fromChDateTime = (s: string): Date => new Date(`${s.replace(' ', 'T')}Z`)
 
 export interface BackfillPage {
   after?: { customer: string; timestamp: string; id: string }

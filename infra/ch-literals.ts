@@ -5,6 +5,9 @@
 /** A DateTime64(3, 'UTC') literal as ClickHouse parses it in JSONEachRow and in query parameters. */
 export const chDateTime = (d: Date): string => d.toISOString().replace('T', ' ').replace('Z', '')
 
+/** ClickHouse's `YYYY-MM-DD hh:mm:ss.sss` (UTC) as a Date. */
+export const fromChDateTime = (s: string): Date => new Date(`${s.replace(' ', 'T')}Z`)
+
 /** A ClickHouse string literal: backslash and quote escaped, every other character as it is. */
 export const sqlString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
 

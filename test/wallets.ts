@@ -2,7 +2,7 @@
 // ledger, and the scheduled jobs run on demand.
 import { expect } from 'vitest'
 import { jobs } from '../worker/jobs.ts'
-import { runJob } from '../worker/scheduler.ts'
+import { runJob } from '../infra/scheduler.ts'
 import type { Harness } from './harness.ts'
 
 /** A request that must answer `status` (200 unless told): fixtures and steps fail loudly where they fail. */

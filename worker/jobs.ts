@@ -5,7 +5,7 @@ import { checkBalanceAlerts, expireWalletCredits } from '../domains/credits/wall
 import { markOverdue, runBilling } from '../domains/invoicing/invoices/run.ts'
 import { deliverNew, retryDue, RUN_BUDGET_MS } from '../domains/webhooks/delivery.ts'
 import { syncInvoices } from '../domains/integrations/service.ts'
-import type { Job } from './scheduler.ts'
+import type { Job } from '../infra/scheduler.ts'
 
 export const jobs: Job[] = [
   // Finalized invoices pushed to the connected payment provider; failed pushes retried with backoff (rule 16).

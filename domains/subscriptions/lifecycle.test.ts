@@ -3,7 +3,7 @@ import { fixedClock } from '../../core/clock.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { customer, eventsOf, feature, fixedPrice, plan, subscribed } from '../../test/catalog.ts'
 import { jobs } from '../../worker/jobs.ts'
-import { runJob } from '../../worker/scheduler.ts'
+import { runJob } from '../../infra/scheduler.ts'
 import { advanceSubscriptions } from './lifecycle.ts'
 
 // One calendar for the whole file: the steps below run in order and only move the clock forward.

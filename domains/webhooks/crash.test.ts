@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startRoles, type Running } from '../../roles.ts'
 import { jobs } from '../../worker/jobs.ts'
-import { runJob } from '../../worker/scheduler.ts'
+import { runJob } from '../../infra/scheduler.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import type { WebhookEventWire } from '../../test/wire.ts'
 

@@ -10,7 +10,7 @@ import type { Config, WebhookRetry } from '../../core/config.ts'
 import { newId } from '../../core/ids.ts'
 import { signedHeaders } from '../../core/webhook-signing.ts'
 import type { Deps } from '../../infra/deps.ts'
-import type { Progress } from '../../worker/scheduler.ts'
+import type { Progress } from '../../infra/scheduler.ts'
 import { openSecret, sealPlaintextSecrets } from './service.ts'
 import * as store from './store.ts'
 

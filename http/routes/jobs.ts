@@ -2,7 +2,7 @@
 // so it never runs twice at once) and gets its summary.
 import { notFound } from '../../core/errors.ts'
 import { jobs } from '../../worker/jobs.ts'
-import { runJob } from '../../worker/scheduler.ts'
+import { runJob } from '../../infra/scheduler.ts'
 import { defineRoute, type Route } from '../route.ts'
 
 export const jobRoutes: Route[] = [

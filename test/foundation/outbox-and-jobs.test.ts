@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AppError } from '../../core/errors.ts'
 import { recordEvent } from '../../infra/outbox.ts'
-import { runJob, type Job } from '../../worker/scheduler.ts'
+import { runJob, type Job } from '../../infra/scheduler.ts'
 import { startHarness, type Harness } from '../harness.ts'
 
 let h: Harness

@@ -3,7 +3,8 @@
 import { notFound, validationError } from '../../../core/errors.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
-import { fromChDateTime, type StoredEventRow } from '../../../aggregator/store.ts'
+import { fromChDateTime } from '../../../infra/ch-literals.ts'
+import type { StoredEventRow } from '../../../infra/stored-events.ts'
 import * as store from './store.ts'
 
 export interface EventView {

@@ -2,7 +2,7 @@
 import type { Scope } from '../../../core/scope.ts'
 import type { ClickHouse } from '../../../infra/clickhouse.ts'
 import { chDateTime } from '../../../infra/ch-literals.ts'
-import { EVENT_COLUMNS, type StoredEventRow } from '../../../aggregator/store.ts'
+import { EVENT_COLUMNS, type StoredEventRow } from '../../../infra/stored-events.ts'
 
 export interface EventFilter {
   externalCustomerId?: string

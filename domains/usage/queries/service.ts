@@ -21,7 +21,7 @@ import {
   type TimedRow,
 } from '../../../core/usage.ts'
 import type { Deps } from '../../../infra/deps.ts'
-import { fromChDateTime } from '../../../aggregator/store.ts'
+import { fromChDateTime } from '../../../infra/ch-literals.ts'
 import { requireCustomer } from '../../customers/service.ts'
 import { getMeter, queryRules, type Meter } from '../../catalog/meters/service.ts'
 import * as store from './store.ts'

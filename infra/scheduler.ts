@@ -3,7 +3,7 @@
 import cron from 'node-cron'
 import { randomUUID } from 'node:crypto'
 import { AppError } from '../core/errors.ts'
-import type { Deps } from '../infra/deps.ts'
+import type { Deps } from './deps.ts'
 
 export type Progress = (done: number, total: number, note?: string) => void
 
