@@ -1,23 +1,7 @@
-// List conventions in one place: limit (default 50, max 1000), offset, sort, order, status and a
-// metadata filter `metadata[key]=value`; responses are {items, pagination: {limit, offset, total}}.
+// The list conventions of core/list.ts as a query string: `limit`, `offset`, `sort`, `order`, `status` and
+// `metadata[key]=value`.
+import { RECORD_STATUSES, type ListParams, type RecordStatus } from '../core/list.ts'
 import type { JsonSchema } from '../core/validate.ts'
-
-export const RECORD_STATUSES = ['published', 'deleted', 'archived'] as const
-export type RecordStatus = (typeof RECORD_STATUSES)[number]
-
-export interface ListParams {
-  limit: number
-  offset: number
-  sort: string
-  order: 'asc' | 'desc'
-  status: RecordStatus
-  metadata: Record<string, string>
-}
-
-export interface Page<T> {
-  items: T[]
-  pagination: { limit: number; offset: number; total: number }
-}
 
 /** The query-string schema of a list route; `extra` adds the resource's own filters. */
 export function listQuerySchema(sortable: readonly string[], extra: Record<string, JsonSchema> = {}): JsonSchema {
@@ -52,7 +36,3 @@ export function listParams(query: Record<string, unknown>): ListParams {
   }
 }
 
-export const page = <T>(items: T[], total: number, params: Pick<ListParams, 'limit' | 'offset'>): Page<T> => ({
-  items,
-  pagination: { limit: params.limit, offset: params.offset, total },
-})

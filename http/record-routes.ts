@@ -4,10 +4,10 @@
 import type { Actor } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { FilterSpec } from '../infra/records.ts'
-import type { Page } from './list.ts'
+import type { ListRequest, Page } from '../core/list.ts'
 import { defineRoute, type Route } from './route.ts'
 import type { JsonSchema } from '../core/validate.ts'
-import { fromListQuery, fromSearchBody, listQuery, searchBody, type ListRequest } from './record-schema.ts'
+import { fromListQuery, fromSearchBody, listQuery, searchBody } from './record-schema.ts'
 import { toWire } from '../domains/records/wire.ts'
 
 export interface RecordService<R> {

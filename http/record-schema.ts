@@ -1,7 +1,8 @@
 // JSON schemas shared by the record routes: decimals, metadata, currencies, and the list and search
 // requests built from a resource's declared filters.
 import type { FilterOp, FilterSpec } from '../infra/records.ts'
-import { listParams, listQuerySchema, type ListParams } from './list.ts'
+import type { ListRequest } from '../core/list.ts'
+import { listParams, listQuerySchema } from './list.ts'
 import type { JsonSchema } from '../core/validate.ts'
 
 /** Plain decimal text, as money and quantities travel: "12", "0.000001"; no exponent, no "+", no ".5". */
@@ -36,11 +37,6 @@ export function searchBody(sortable: readonly string[], spec: FilterSpec): JsonS
     additionalProperties: false,
     properties: { ...query.properties, metadata: metadataSchema, ...filterProperties(spec) },
   }
-}
-
-export interface ListRequest {
-  params: ListParams
-  filters: Record<string, unknown>
 }
 
 export const fromListQuery = (query: Record<string, unknown>): ListRequest => ({ params: listParams(query), filters: query })

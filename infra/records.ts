@@ -5,7 +5,7 @@ import type { Scope } from '../core/scope.ts'
 import { notFound, versionConflict } from '../core/errors.ts'
 import { newId } from '../core/ids.ts'
 import { D, type Decimal } from '../core/money.ts'
-import type { ListParams } from '../http/list.ts'
+import type { ListParams } from '../core/list.ts'
 import type { Db } from './postgres.ts'
 
 export type Fragment = postgres.PendingQuery<postgres.Row[]>

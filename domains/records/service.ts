@@ -2,7 +2,7 @@
 // transaction per change, the outbox event in that transaction, and unique keys as already_exists.
 import { alreadyExists, AppError } from '../../core/errors.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
-import type { ListParams, Page } from '../../http/list.ts'
+import type { ListParams, Page } from '../../core/list.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { recordEvent } from '../../infra/outbox.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'

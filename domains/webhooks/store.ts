@@ -3,7 +3,7 @@
 import type { Scope } from '../../core/scope.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'
 import { filterSpec, listRows, type FilterSpec, type Fragment, type RecordRow, type RecordTable } from '../../infra/records.ts'
-import type { ListParams } from '../../http/list.ts'
+import type { ListParams } from '../../core/list.ts'
 
 export const ENDPOINTS: RecordTable = { name: 'webhook_endpoints', noun: 'webhook_endpoint', prefix: 'ep' }
 export const FILTERS: FilterSpec = filterSpec({ in: { endpoint_ids: 'id' }, contains: { url: 'url' } })

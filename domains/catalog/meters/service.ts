@@ -7,7 +7,7 @@ import { parseDecimal } from '../../../core/money.ts'
 import type { WindowSize } from '../../../core/periods.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
-import { page, type ListParams, type Page } from '../../../http/list.ts'
+import { page, type ListParams, type Page } from '../../../core/list.ts'
 import * as store from './store.ts'
 
 /** A meter as the API shows it; revision is its filters' version, ready_revision the one queries read (0: none yet). */

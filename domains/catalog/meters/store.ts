@@ -2,7 +2,7 @@
 import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import { baseFilters, listRows, type RecordRow } from '../../../infra/records.ts'
-import type { ListParams } from '../../../http/list.ts'
+import type { ListParams } from '../../../core/list.ts'
 
 export interface AggregationJson {
   type: string

@@ -1,6 +1,6 @@
 import type { Actor } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
-import { page, type ListParams, type Page } from '../../../http/list.ts'
+import { page, type ListParams, type Page } from '../../../core/list.ts'
 import * as store from './store.ts'
 
 export type { EnvironmentRow } from './store.ts'

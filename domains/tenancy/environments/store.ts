@@ -1,6 +1,6 @@
 import type { Db } from '../../../infra/postgres.ts'
 import { listRows } from '../../../infra/records.ts'
-import type { ListParams } from '../../../http/list.ts'
+import type { ListParams } from '../../../core/list.ts'
 
 export interface EnvironmentRow {
   id: string

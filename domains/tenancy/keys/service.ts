@@ -7,7 +7,7 @@ import type { Actor, Role, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import { findEnvironment } from '../environments/service.ts'
-import { page, type ListParams, type Page } from '../../../http/list.ts'
+import { page, type ListParams, type Page } from '../../../core/list.ts'
 import * as store from './store.ts'
 
 const CACHE_TTL_MS = 10_000

@@ -2,7 +2,7 @@ import type { Scope } from '../../../core/scope.ts'
 import type { Role } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import { baseFilters, listRows } from '../../../infra/records.ts'
-import type { ListParams } from '../../../http/list.ts'
+import type { ListParams } from '../../../core/list.ts'
 
 export interface ApiKeyRow {
   id: string
