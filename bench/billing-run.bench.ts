@@ -4,13 +4,13 @@
 // 2024 are generated in ClickHouse through the same event_batches views the batch writer uses. Each
 // subscription owes two invoices (the March advance and the April cycle with March's usage), finalized
 // at once (grace 0), so the run makes 20,000 invoices, each with its usage read from the usage service.
-import { join } from 'node:path'
 import { fixedClock } from '../core/clock.ts'
 import { loadConfig } from '../core/config.ts'
 import { createCustomer } from '../domains/customers/service.ts'
 import { runBilling } from '../domains/invoicing/invoices/run.ts'
 import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
-import { createOffering, PLAN } from '../domains/catalog/offerings/service.ts'
+import { createOffering } from '../domains/catalog/offerings/service.ts'
+import { PLAN } from '../domains/catalog/offerings/kinds.ts'
 import { createSubscription } from '../domains/subscriptions/service.ts'
 import { startRoles } from '../roles.ts'
 import { cpus, loadavg } from 'node:os'

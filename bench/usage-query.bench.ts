@@ -2,7 +2,6 @@
 // function for one customer's month, for the whole environment and for a billing-anchored month, from the
 // rollups and from raw meter_usage rows. The events are generated inside ClickHouse (INSERT … SELECT FROM numbers) through
 // the same Null table and views the batch writer uses.
-import { join } from 'node:path'
 import { loadConfig } from '../core/config.ts'
 import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
 import { meterUsage } from '../domains/usage/queries/service.ts'

@@ -4,13 +4,13 @@
 // debits consuming them), its customer a subscription with two usage lines over 200,000 events this period,
 // and three unpaid invoices.
 import { cpus, loadavg, totalmem } from 'node:os'
-import { tmpdir } from 'node:os'
 import { fixedClock } from '../core/clock.ts'
 import { loadConfig } from '../core/config.ts'
 import { createCustomer } from '../domains/customers/service.ts'
 import { createInvoice, finalizeInvoice } from '../domains/invoicing/invoices/service.ts'
 import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
-import { createOffering, PLAN } from '../domains/catalog/offerings/service.ts'
+import { createOffering } from '../domains/catalog/offerings/service.ts'
+import { PLAN } from '../domains/catalog/offerings/kinds.ts'
 import { createSubscription } from '../domains/subscriptions/service.ts'
 import { requireRecord } from '../infra/records.ts'
 import { unbilledUsage, unpaidInvoices } from '../domains/credits/wallets/realtime.ts'

@@ -1,14 +1,14 @@
 // Customers: external_id unique per environment, e-mail and ISO 3166-1 alpha-2 country checked,
 // integration mappings kept with the customer. Every change writes customer.* to the outbox.
 import { countryCode } from '../../core/countries.ts'
-import { invalidOperation, notFound, validationError } from '../../core/errors.ts'
+import { notFound, validationError } from '../../core/errors.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Db } from '../../infra/postgres.ts'
 import { deleteRecord, filterConditions, findPublishedBy, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord } from '../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../core/list.ts'
 import { announce, auditOf, transaction, uniquely, type UniqueKey } from '../records/service.ts'
-import { hasLiveSubscriptions } from '../subscriptions/service.ts'
+import { guards } from '../records/guards.ts'
 import * as store from './store.ts'
 
 export type { CustomerRow } from './store.ts'
@@ -120,11 +120,13 @@ export async function updateCustomer(deps: Deps, actor: Actor, id: string, input
   )
 }
 
-/** A customer with a subscription that is not cancelled stays: cancel the subscriptions first. */
+/** Checks run before a customer is deleted; subscriptions register theirs (a live subscription keeps its customer). */
+export const customerDeletion = guards()
+
 export async function deleteCustomer(deps: Deps, actor: Actor, id: string): Promise<CustomerView> {
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
-    if (await hasLiveSubscriptions(tx, actor, id)) throw invalidOperation('the customer has subscriptions that are not cancelled; cancel them first', { customer_id: id })
+    await customerDeletion.check(tx, actor, id)
     const row = await deleteRecord<store.CustomerRow>(tx, store.CUSTOMERS, actor, id, audit)
     await store.endMappings(tx, actor, audit, id)
     const view = { ...row, integrations: [] }

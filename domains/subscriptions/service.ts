@@ -25,9 +25,10 @@ import {
 import type { Deps } from '../../infra/deps.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'
 import { checkVersion, filterConditions, insertRecord, insertRecords, listRecords, requireRecord, updateRecord, type Audit } from '../../infra/records.ts'
-import { customerViews, findCustomerByExternalId, getCustomer, requireCustomer, type CustomerRow, type CustomerView } from '../customers/service.ts'
+import { customerDeletion, customerViews, findCustomerByExternalId, getCustomer, requireCustomer, type CustomerRow, type CustomerView } from '../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../core/list.ts'
-import { findOfferings, requireOffering, type OfferingRow } from '../catalog/offerings/service.ts'
+import { type OfferingRow } from '../catalog/offerings/service.ts'
+import { findOfferings, requireOffering } from '../catalog/offerings/kinds.ts'
 import { pricesOf, requirePrice, type PriceRow } from '../catalog/prices/service.ts'
 import { announce, auditOf, referenced, transaction } from '../records/service.ts'
 import type { ChangeCharge } from '../invoicing/invoices/billing.ts'
@@ -93,10 +94,10 @@ export interface SubscriptionView extends store.SubscriptionRow {
 
 const date = (value: string | null | undefined): Date | null => (value ? new Date(value) : null)
 
-/** Whether the customer has a subscription that is not cancelled (a scheduled cancellation still counts). */
-export async function hasLiveSubscriptions(db: Db, scope: Scope, customerId: string): Promise<boolean> {
-  return (await store.countLive(db, scope, customerId)) > 0
-}
+// A customer with a subscription that is not cancelled (a scheduled cancellation still counts) stays.
+customerDeletion.register(async (db, scope, customerId) => {
+  if ((await store.countLive(db, scope, customerId)) > 0) throw invalidOperation('the customer has subscriptions that are not cancelled; cancel them first', { customer_id: customerId })
+})
 
 // ---- reading ------------------------------------------------------------------------------------------
 

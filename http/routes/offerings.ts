@@ -4,9 +4,19 @@ import { entitlementSchema } from './entitlements.ts'
 import { priceSchema } from './prices.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { metadataSchema, versionField } from '../record-schema.ts'
+import type { Actor } from '../../core/scope.ts'
+import type { Deps } from '../../infra/deps.ts'
+import { withCreditGrants } from '../../domains/credits/grants/service.ts'
+import { ADDON, PLAN, type OfferingKind } from '../../domains/catalog/offerings/kinds.ts'
 import * as service from '../../domains/catalog/offerings/service.ts'
 
-function offeringRoutes(kind: service.OfferingKind, path: string, tag: string, extra: Record<string, JsonSchema>): Route[] {
+/** What a kind's views carry besides prices and entitlements (plans: their credit grants, from the credits domain). */
+type Attach = (deps: Deps, actor: Actor, views: service.OfferingView[]) => Promise<service.OfferingView[]>
+const nothing: Attach = async (_deps, _actor, views) => views
+const creditGrants: Attach = (deps, actor, views) => withCreditGrants(deps.sql, actor, views)
+
+function offeringRoutes(kind: OfferingKind, path: string, tag: string, extra: Record<string, JsonSchema>, attach: Attach): Route[] {
+  const one = async (deps: Deps, actor: Actor, view: Promise<service.OfferingView>) => (await attach(deps, actor, [await view]))[0]
   const fields: Record<string, JsonSchema> = {
     name: { type: 'string', minLength: 1, maxLength: 255 },
     lookup_key: { type: ['string', 'null'], minLength: 1, maxLength: 255 },
@@ -32,14 +42,17 @@ function offeringRoutes(kind: service.OfferingKind, path: string, tag: string, e
     },
     updateBody: { type: 'object', additionalProperties: false, properties: { ...fields, version: versionField } },
     service: {
-      create: (deps, actor, body) => service.createOffering(deps, actor, kind, body),
-      get: (deps, actor, id) => service.getOffering(deps, actor, kind, id),
-      list: (deps, actor, request) => service.listOfferings(deps, actor, kind, request),
-      update: (deps, actor, id, body) => service.updateOffering(deps, actor, kind, id, body),
-      remove: (deps, actor, id) => service.deleteOffering(deps, actor, kind, id),
+      create: (deps, actor, body) => one(deps, actor, service.createOffering(deps, actor, kind, body)),
+      get: (deps, actor, id) => one(deps, actor, service.getOffering(deps, actor, kind, id)),
+      list: async (deps, actor, request) => {
+        const page = await service.listOfferings(deps, actor, kind, request)
+        return { ...page, items: await attach(deps, actor, page.items) }
+      },
+      update: (deps, actor, id, body) => one(deps, actor, service.updateOffering(deps, actor, kind, id, body)),
+      remove: (deps, actor, id) => one(deps, actor, service.deleteOffering(deps, actor, kind, id)),
     },
   })
 }
 
-export const planRoutes: Route[] = offeringRoutes(service.PLAN, '/v1/plans', 'Plans', { display_order: { type: 'integer' } })
-export const addonRoutes: Route[] = offeringRoutes(service.ADDON, '/v1/addons', 'Addons', {})
+export const planRoutes: Route[] = offeringRoutes(PLAN, '/v1/plans', 'Plans', { display_order: { type: 'integer' } }, creditGrants)
+export const addonRoutes: Route[] = offeringRoutes(ADDON, '/v1/addons', 'Addons', {}, nothing)

@@ -1,13 +1,13 @@
 // Entitlements: what a plan or an addon grants of a feature. Boolean features are on or off, metered
 // ones carry a usage limit (null: unlimited) with its reset period, static ones carry a value.
-import { validationError } from '../../../core/errors.ts'
+import { invalidOperation, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
 import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
-import { FEATURES, requireFeature, type FeatureRow } from '../features/service.ts'
+import { FEATURES, featureDeletion, requireFeature, type FeatureRow } from '../features/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
-import { entityOf, requireOffering, type EntityInput, type EntityRef } from '../offerings/service.ts'
+import { entityOf, requireOffering, type EntityInput, type EntityRef } from '../offerings/kinds.ts'
 import { announce, auditOf, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
 import * as store from './store.ts'
 
@@ -167,6 +167,8 @@ export async function deleteEntitlement(deps: Deps, actor: Actor, id: string): P
   })
 }
 
-export function countEntitlementsOfFeature(db: Db, scope: Scope, featureId: string): Promise<number> {
-  return store.countOfFeature(db, scope, featureId)
-}
+// A feature that plans or addons still grant stays: remove those entitlements first.
+featureDeletion.register(async (db, scope, featureId) => {
+  const used = await store.countOfFeature(db, scope, featureId)
+  if (used > 0) throw invalidOperation(`the feature is granted by ${used} entitlement(s); delete them first`, { feature_id: featureId, entitlements: used })
+})

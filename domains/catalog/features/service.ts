@@ -1,11 +1,11 @@
 // Features: what a plan can include. Metered features count usage through a meter (issue 3's, looked up
 // through its service); boolean ones switch something on; static ones carry a value such as "24/7".
-import { invalidOperation, validationError } from '../../../core/errors.ts'
+import { validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
-import { countEntitlementsOfFeature } from '../entitlements/service.ts'
+import { guards } from '../../records/guards.ts'
 import { requireGroup } from '../groups/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { getMeter } from '../meters/service.ts'
@@ -104,11 +104,12 @@ export async function updateFeature(deps: Deps, actor: Actor, id: string, input:
   )
 }
 
-/** A feature that plans or addons still grant stays: remove those entitlements first. */
+/** Checks run before a feature is deleted; entitlements register theirs (a granted feature stays). */
+export const featureDeletion = guards()
+
 export async function deleteFeature(deps: Deps, actor: Actor, id: string): Promise<store.FeatureRow> {
   return transaction(deps, async (tx) => {
-    const used = await countEntitlementsOfFeature(tx, actor, id)
-    if (used > 0) throw invalidOperation(`the feature is granted by ${used} entitlement(s); delete them first`, { feature_id: id, entitlements: used })
+    await featureDeletion.check(tx, actor, id)
     const row = await deleteRecord<store.FeatureRow>(tx, store.FEATURES, actor, id, auditOf(deps, actor))
     await announce(tx, actor, 'feature.deleted', store.FEATURES, row)
     return row

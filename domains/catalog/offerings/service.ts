@@ -1,58 +1,22 @@
 // Plans and addons share one shape: a record with prices and entitlements, created together in one
-// transaction and read back with both expanded (plans also with their credit grants).
-import { validationError } from '../../../core/errors.ts'
+// transaction and read back with both expanded. A plan's credit grants belong to the credits domain,
+// which attaches them to the plan's view (withCreditGrants in credits/grants/service.ts).
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, requireRecord, updateRecord, type FilterSpec, type RecordTable } from '../../../infra/records.ts'
-import { createEntitlementsIn, entitlementsOf, uniqueEntitlements, type EntitlementInput, type EntitlementView, type EntityType } from '../entitlements/service.ts'
+import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
+import { createEntitlementsIn, entitlementsOf, uniqueEntitlements, type EntitlementInput, type EntitlementView } from '../entitlements/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { insertPrices, preparePrices, priceKeys, pricesOf, type NewPrice, type PriceRow } from '../prices/service.ts'
 import { auditOf, transaction, uniquely } from '../../records/service.ts'
 import * as store from './store.ts'
-// credits/service imports this module too; the cycle is safe: neither uses the other while loading.
-import { planCreditGrants } from '../../credits/grants/service.ts'
+import type { OfferingKind } from './kinds.ts'
 
 export type { OfferingRow } from './store.ts'
-
-export interface OfferingKind {
-  table: RecordTable
-  entityType: EntityType
-  lookupIndex: string
-  filters: FilterSpec
-}
-
-export const PLAN: OfferingKind = { table: store.PLANS, entityType: 'PLAN', lookupIndex: 'plans_lookup_key', filters: store.PLAN_FILTERS }
-export const ADDON: OfferingKind = { table: store.ADDONS, entityType: 'ADDON', lookupIndex: 'addons_lookup_key', filters: store.ADDON_FILTERS }
-const KINDS: Record<EntityType, OfferingKind> = { PLAN, ADDON }
 
 export interface OfferingView extends store.OfferingRow {
   prices: PriceRow[]
   entitlements: EntitlementView[]
-  /** Plans only; credit grants are another domain's and not attached yet. */
-  credit_grants?: unknown[]
-}
-
-export interface EntityRef {
-  entity_type: EntityType
-  entity_id: string
-}
-
-/** How a price or entitlement request names its owner: plan_id, or entity_type with entity_id. */
-export interface EntityInput {
-  plan_id?: string
-  entity_type?: EntityType
-  entity_id?: string
-}
-
-export function entityOf({ plan_id, entity_type, entity_id }: EntityInput): EntityRef {
-  if (plan_id) {
-    if ((entity_type ?? 'PLAN') !== 'PLAN') throw validationError('entity_type', 'must be PLAN when plan_id is given')
-    if (entity_id && entity_id !== plan_id) throw validationError('entity_id', 'differs from plan_id')
-    return { entity_type: 'PLAN', entity_id: plan_id }
-  }
-  if (!entity_type || !entity_id) throw validationError('plan_id', 'plan_id, or entity_type with entity_id, is required')
-  return { entity_type, entity_id }
 }
 
 interface OfferingFields {
@@ -73,25 +37,13 @@ export interface UpdateOfferingInput extends OfferingFields {
   version?: number
 }
 
-/** A plan or addon of the scope; published unless `anyStatus` (reading what a deleted plan granted). */
-export function requireOffering(db: Db, scope: Scope, entityType: EntityType, id: string, options: { anyStatus?: boolean } = {}): Promise<store.OfferingRow> {
-  return requireRecord<store.OfferingRow>(db, KINDS[entityType].table, scope, id, { published: !options.anyStatus })
-}
-
-/** Plans or addons by id in any status, without their prices, for embedding in subscriptions. */
-export function findOfferings(db: Db, scope: Scope, entityType: EntityType, ids: string[]): Promise<store.OfferingRow[]> {
-  return findRecords<store.OfferingRow>(db, KINDS[entityType].table, scope, ids)
-}
-
 async function expand(db: Db, scope: Scope, kind: OfferingKind, rows: store.OfferingRow[]): Promise<OfferingView[]> {
   const ids = rows.map((r) => r.id)
   const [prices, entitlements] = [await pricesOf(db, scope, ids), await entitlementsOf(db, scope, ids)]
-  const grants = kind.entityType === 'PLAN' ? await planCreditGrants(db, scope, ids) : undefined
   return rows.map((row) => ({
     ...row,
     prices: prices.filter((p) => p.entity_id === row.id),
     entitlements: entitlements.filter((e) => e.entity_id === row.id),
-    ...(grants ? { credit_grants: grants.filter((g) => g.plan_id === row.id) } : {}),
   }))
 }
 

@@ -10,7 +10,7 @@ import { deleteRecord, filterConditions, findPublishedBy, insertRecords, listRec
 import { requireMeter } from '../features/service.ts'
 import { requireGroup } from '../groups/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
-import { entityOf, requireOffering, type EntityRef, type EntityInput } from '../offerings/service.ts'
+import { entityOf, requireOffering, type EntityRef, type EntityInput } from '../offerings/kinds.ts'
 import { auditOf, referenced, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
 import * as store from './store.ts'
 

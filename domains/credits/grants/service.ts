@@ -13,7 +13,7 @@ import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
 import { deleteRecord, filterConditions, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
-import { requireOffering } from '../../catalog/offerings/service.ts'
+import { requireOffering } from '../../catalog/offerings/kinds.ts'
 import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
 import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/service.ts'
 import { grantCredits } from '../wallets/service.ts'
@@ -127,6 +127,12 @@ export function listPlanCreditGrants(deps: Deps, scope: Scope, planId: string): 
 /** The same for several plans in one query, in the caller's transaction if it has one. */
 export async function planCreditGrants(db: Db, scope: Scope, planIds: string[]): Promise<store.GrantRow[]> {
   return (await publishedIn<store.GrantRow>(db, store.GRANTS, scope, 'plan_id', planIds)).filter((g) => g.scope === 'PLAN')
+}
+
+/** Plan views with their published PLAN grants as `credit_grants`: a plan's view is the catalog's, its grants are ours. */
+export async function withCreditGrants<P extends { id: string }>(db: Db, scope: Scope, plans: P[]): Promise<(P & { credit_grants: store.GrantRow[] })[]> {
+  const grants = await planCreditGrants(db, scope, plans.map((p) => p.id))
+  return plans.map((plan) => ({ ...plan, credit_grants: grants.filter((g) => g.plan_id === plan.id) }))
 }
 
 /** The published grants giving credits to each subscription: its plan's and its own (a subscription's `credit_grants`). */
