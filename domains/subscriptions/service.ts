@@ -4,7 +4,7 @@
 // subscription.* to the outbox in its transaction.
 import { moneyAmount } from '../../core/billing/amounts.ts'
 import { invalidOperation, validationError } from '../../core/errors.ts'
-import { formatMoney, parseDecimal, sumMoney, type Decimal } from '../../core/money.ts'
+import { parseDecimal, type Decimal } from '../../core/money.ts'
 import type { BillingPeriod } from '../../core/periods.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import {
@@ -27,11 +27,10 @@ import type { Db, Tx } from '../../infra/postgres.ts'
 import { checkVersion, filterConditions, insertRecord, insertRecords, listRecords, requireRecord, updateRecord, type Audit } from '../../infra/records.ts'
 import { customerDeletion, customerViews, findCustomerByExternalId, getCustomer, requireCustomer, type CustomerRow, type CustomerView } from '../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../core/list.ts'
-import { type OfferingRow } from '../catalog/offerings/service.ts'
+import type { OfferingRow } from '../catalog/offerings/service.ts'
 import { findOfferings, requireOffering } from '../catalog/offerings/kinds.ts'
 import { pricesOf, requirePrice, type PriceRow } from '../catalog/prices/service.ts'
 import { announce, auditOf, referenced, transaction } from '../records/service.ts'
-import type { ChangeCharge } from '../invoicing/invoices/billing.ts'
 import { lineItemFields, type LineOwner } from './line-items.ts'
 import * as store from './store.ts'
 
@@ -503,18 +502,6 @@ export async function updateSubscription(deps: Deps, actor: Actor, id: string, i
   })
 }
 
-export interface ProrationLine {
-  line_item_id: string
-  price_id: string
-  description: string
-  amount: string
-}
-
-/** Proration charges as an invoice would carry them: each rounded once to the currency's minor unit. */
-export function prorationLines(sub: store.SubscriptionRow, charges: ChangeCharge[]): ProrationLine[] {
-  return charges.map(({ row, charge }) => ({ line_item_id: row.id, price_id: row.price_id, description: charge.description!, amount: formatMoney(charge.amount!, sub.currency) }))
-}
-
 /**
  * A line whose coming end was already invoiced (always_invoice) keeps it: moving the end would leave the
  * credit on that invoice wrong.
@@ -527,8 +514,6 @@ export function assertEndOpen(line: store.LineItemRow, now: Date, field: string)
 
 /** Lines paid in advance for a recurring period: the ones a mid-period change prorates. */
 export const paidInAdvance = (l: store.LineItemRow): boolean => l.price_type === 'FIXED' && l.invoice_cadence === 'ADVANCE' && l.price.billing_cadence === 'RECURRING'
-
-export const totalOf = (lines: ProrationLine[], currency: string): string => formatMoney(sumMoney(lines.map((l) => parseDecimal(l.amount))), currency)
 
 /**
  * When a parent ends, inherited children end with it (they are billed through it) and grouped children

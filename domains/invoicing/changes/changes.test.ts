@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { fixedClock } from '../../core/clock.ts'
-import { customer, eventsOf, fixedPrice, meter, plan, subscribed, twoTenants, usagePrice } from '../../test/catalog.ts'
+import { fixedClock } from '../../../core/clock.ts'
+import { customer, eventsOf, fixedPrice, meter, plan, subscribed, twoTenants, usagePrice } from '../../../test/catalog.ts'
 
 // A 31 USD monthly seat from Jan 1: January has 31 days, and "now" leaves 17 of them (Jan 15 to Feb 1).
 const NOW = '2025-01-15T10:00:00.000Z'

@@ -4,18 +4,20 @@
 // proration_behavior says: the unused rest of what was paid in advance is credited on the subscription's
 // last invoice (create_prorations), on a SUBSCRIPTION_UPDATE invoice made now (always_invoice), or not at
 // all (none). The credits are the billing engine's own, so the answer shows what will be billed.
-import type { ProrationBehavior } from '../../core/billing/cycle.ts'
-import { invalidOperation, validationError } from '../../core/errors.ts'
-import type { Actor, Scope } from '../../core/scope.ts'
-import type { Deps } from '../../infra/deps.ts'
-import type { Tx } from '../../infra/postgres.ts'
-import { updateRecord } from '../../infra/records.ts'
-import { changeCharges, settlementOf, updateInvoice, updateTaxes } from '../invoicing/invoices/billing.ts'
-import { announce, auditOf, transaction } from '../records/service.ts'
-import { toWire } from '../records/wire.ts'
+// It stands with invoicing, above subscriptions, because a change is settled by invoices.
+import type { ProrationBehavior } from '../../../core/billing/cycle.ts'
+import { invalidOperation, validationError } from '../../../core/errors.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Tx } from '../../../infra/postgres.ts'
+import { updateRecord } from '../../../infra/records.ts'
+import { changeCharges, settlementOf, updateInvoice, updateTaxes } from '../invoices/billing.ts'
+import { announce, auditOf, transaction } from '../../records/service.ts'
+import { toWire } from '../../records/wire.ts'
 import { storeChangeInvoice } from './modify.ts'
-import { assertEndOpen, lockSubscription, prorationLines, releaseChildren, requireSubscription, totalOf, viewOf, type SubscriptionView } from './service.ts'
-import * as store from './store.ts'
+import { assertEndOpen, lockSubscription, releaseChildren, requireSubscription, viewOf, type SubscriptionView } from '../../subscriptions/service.ts'
+import { prorationLines, totalOf } from './proration-lines.ts'
+import * as store from '../../subscriptions/store.ts'
 
 export interface CancelInput {
   cancellation_type: 'immediate' | 'end_of_period' | 'scheduled_date'

@@ -14,11 +14,11 @@
 // create_prorations puts the credit on the subscription's last invoice, always_invoice on an invoice made
 // at the request (and never again), none nowhere.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fixedClock } from '../../core/clock.ts'
-import { D, sumMoney } from '../../core/money.ts'
-import { customer, eventsOf, fixedPrice, plan } from '../../test/catalog.ts'
-import { startHarness, type Harness } from '../../test/harness.ts'
-import type { InvoiceWire, LineItemWire, Page, ProrationLineWire, SubscriptionLineItemWire, SubscriptionWire } from '../../test/wire.ts'
+import { fixedClock } from '../../../core/clock.ts'
+import { D, sumMoney } from '../../../core/money.ts'
+import { customer, eventsOf, fixedPrice, plan } from '../../../test/catalog.ts'
+import { startHarness, type Harness } from '../../../test/harness.ts'
+import type { InvoiceWire, LineItemWire, Page, ProrationLineWire, SubscriptionLineItemWire, SubscriptionWire } from '../../../test/wire.ts'
 
 let h: Harness
 const clock = fixedClock('2024-04-11T00:00:00Z')
