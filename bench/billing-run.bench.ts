@@ -8,6 +8,8 @@ import { fixedClock } from '../core/clock.ts'
 import { loadConfig } from '../core/config.ts'
 import { createCustomer } from '../domains/customers/service.ts'
 import { runBilling } from '../domains/invoicing/invoices/run.ts'
+// Finalized invoices take prepaid credits through the wallet the credits domain plugs in when it loads.
+import '../domains/credits/wallets/service.ts'
 import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
 import { createOffering } from '../domains/catalog/offerings/service.ts'
 import { PLAN } from '../domains/catalog/offerings/kinds.ts'

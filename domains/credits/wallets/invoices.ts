@@ -10,16 +10,9 @@ import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import type { Audit } from '../../../infra/records.ts'
 import { appendCredit, appendDebit, balanceAt } from './ledger.ts'
+import type { InvoiceRef } from '../../invoicing/invoices/prepaid.ts'
 import * as store from './store.ts'
 import { settle } from './watch.ts'
-
-/** The invoice as the wallets see it. */
-export interface InvoiceRef {
-  id: string
-  customer_id: string
-  currency: string
-  invoice_type: string
-}
 
 const systemAudit = (deps: Deps): Audit => ({ by: 'system', at: deps.clock.now() })
 

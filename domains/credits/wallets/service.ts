@@ -15,13 +15,14 @@ import { appendCredit, appendDebit, balanceAt, expireCredits } from './ledger.ts
 import { purchaseByInvoice } from './purchase.ts'
 import * as store from './store.ts'
 import { views, viewOf, type WalletView } from './view.ts'
+import { usePrepaidWallet } from '../../invoicing/invoices/prepaid.ts'
+import { applyWalletCredits, returnWalletCredits, walletCreditsFor, walletPurchasePaid } from './invoices.ts'
 import { settle } from './watch.ts'
 
 export type { TransactionRow, WalletRow } from './store.ts'
 export const FILTERS = store.FILTERS
 export const TRANSACTION_FILTERS = store.TRANSACTION_FILTERS
 export type { WalletView } from './view.ts'
-export { applyWalletCredits, returnWalletCredits, walletCreditsFor, walletPurchasePaid } from './invoices.ts'
 export { checkBalanceAlerts } from './sentinel.ts'
 
 // ---- input ------------------------------------------------------------------------------------------------
@@ -338,3 +339,6 @@ export async function expireWalletCredits(deps: Deps, now: Date = deps.clock.now
     if (due.length < BATCH) return summary
   }
 }
+
+// Invoices take prepaid credits from wallets through invoicing's port; the wallet's side is invoices.ts.
+usePrepaidWallet({ creditsFor: walletCreditsFor, take: applyWalletCredits, giveBack: returnWalletCredits, purchasePaid: walletPurchasePaid })

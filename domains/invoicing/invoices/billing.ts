@@ -23,9 +23,15 @@ import { getMeter } from '../../catalog/meters/service.ts'
 import { listSubscriptions, paidInAdvance, searchLineItems, type LineItemRow, type SubscriptionRow } from '../../subscriptions/service.ts'
 import { taxResolver, type ResolvedRate, type TaxResolver, type TaxTarget } from '../taxes/service.ts'
 import { serviceUsage, type UsageReader, type UsageRequest } from './usage-batch.ts'
-import { assemble, type InvoiceSpec, type LineSpec } from './assemble.ts'
-import type { PointInvoice } from './service.ts'
+import { assemble, type Assembled, type InvoiceSpec, type LineSpec } from './assemble.ts'
 import * as store from './store.ts'
+
+/** A subscription invoice computed for a billing point, ready to store. */
+export interface PointInvoice {
+  header: ReturnType<typeof subscriptionHeader>
+  assembled: Assembled
+  subscription: SubscriptionRow
+}
 
 const DAY_MS = 86_400_000
 

@@ -1,32 +1,52 @@
-// Prepaid credits at finalization come from the customer's wallet (api/wallets): finalization asks what
-// the wallet can pay, the engine spreads it over the lines and the wallet is debited what was applied;
-// voiding gives it back. A paid CREDIT invoice makes the wallet credits it bought count.
+// Prepaid credits at finalization come from the customer's wallet. Wallets belong to the credits domain,
+// above this one (its purchases and auto top-ups make invoices), so it plugs its wallet in here when it
+// loads (usePrepaidWallet): finalization asks what the wallet can pay, the engine spreads it over the
+// lines and the wallet is debited what was applied; voiding gives it back; a paid CREDIT invoice makes
+// the credits it bought count. With no wallet plugged in, finalizing fails rather than ignore credits.
 import type { InvoiceInput } from '../../../core/billing/invoice.ts'
 import type { Decimal } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
-import { applyWalletCredits, returnWalletCredits, walletCreditsFor, walletPurchasePaid } from '../../credits/wallets/service.ts'
 import type { InvoiceRow } from './store.ts'
 
-/** The wallet's credits that may pay the invoice; undefined when none apply. */
-export function prepaidCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<InvoiceInput['prepaid']> {
-  return walletCreditsFor(deps, tx, scope, invoice)
+/** The invoice as a wallet sees it. */
+export type InvoiceRef = Pick<InvoiceRow, 'id' | 'customer_id' | 'currency' | 'invoice_type'>
+
+export interface PrepaidWallet {
+  /** The wallet's credits that may pay the invoice; undefined when none apply. */
+  creditsFor(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<InvoiceInput['prepaid']>
+  /** Takes what the engine applied, in the finalizing transaction. */
+  take(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, amount: Decimal): Promise<unknown>
+  /** Gives back what a voided invoice took. */
+  giveBack(deps: Deps, tx: Tx, scope: Scope, invoiceId: string): Promise<unknown>
+  /** A paid credit purchase: its credits enter the wallet. */
+  purchasePaid(deps: Deps, tx: Tx, scope: Scope, invoiceId: string): Promise<void>
 }
 
-/** Takes from the wallet what the engine applied, in the finalizing transaction. */
+let plugged: PrepaidWallet | undefined
+
+export function usePrepaidWallet(wallet: PrepaidWallet): void {
+  plugged = wallet
+}
+
+function wallet(): PrepaidWallet {
+  if (!plugged) throw new Error('no prepaid wallet is plugged into invoicing: load domains/credits/wallets/service.ts')
+  return plugged
+}
+
+export const prepaidCredits = (deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<InvoiceInput['prepaid']> => wallet().creditsFor(deps, tx, scope, invoice)
+
 export async function takePrepaidCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow, amount: Decimal): Promise<void> {
-  await applyWalletCredits(deps, tx, scope, invoice, amount)
+  await wallet().take(deps, tx, scope, invoice, amount)
 }
 
-/** Gives back to the wallet what a voided invoice took from it. */
 export async function returnPrepaidCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<void> {
-  await returnWalletCredits(deps, tx, scope, invoice.id)
+  await wallet().giveBack(deps, tx, scope, invoice.id)
 }
 
 const PAID = ['SUCCEEDED', 'OVERPAID']
 
-/** A paid credit purchase: its credits enter the wallet. */
 export async function purchasePaid(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<void> {
-  if (invoice.invoice_type === 'CREDIT' && PAID.includes(invoice.payment_status)) await walletPurchasePaid(deps, tx, scope, invoice.id)
+  if (invoice.invoice_type === 'CREDIT' && PAID.includes(invoice.payment_status)) await wallet().purchasePaid(deps, tx, scope, invoice.id)
 }

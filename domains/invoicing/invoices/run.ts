@@ -17,7 +17,8 @@ import { subscriptionsAfter, type SubscriptionRow } from '../../subscriptions/se
 import { assemble } from './assemble.ts'
 import { billedThroughParent, cycleOf, loadContexts, pointSpec, subscriptionHeader, thresholdPoint, usageRequests, type BillingContext } from './billing.ts'
 import { prefetchUsage, type UsageReader } from './usage-batch.ts'
-import { announceInvoice, createSubscriptionInvoices, finalizeDraft, lockInvoice, type PointInvoice } from './service.ts'
+import { announceInvoice, createSubscriptionInvoices, finalizeDraft, lockInvoice } from './service.ts'
+import { type PointInvoice } from './billing.ts'
 import * as store from './store.ts'
 
 const PAGE = 500

@@ -22,7 +22,7 @@ import { newId } from '../../../core/ids.ts'
 import { requireSubscription, subscriptionInvoicePaid, type SubscriptionRow } from '../../subscriptions/service.ts'
 import { automaticRates, ratesForCodes, ratesForIds, resolved, type ResolvedRate } from '../taxes/service.ts'
 import { amountsOf, assemble, computedRows, inputsOf, specOf, writeComputed, type Assembled, type InvoiceSpec, type LineSpec } from './assemble.ts'
-import { billedThroughParent, cycleOf, loadContext, pointBySequence, pointSpec, subscriptionHeader, thresholdPoint } from './billing.ts'
+import { billedThroughParent, cycleOf, loadContext, pointBySequence, pointSpec, subscriptionHeader, thresholdPoint, type PointInvoice } from './billing.ts'
 import { nextPoint } from '../../../core/billing/cycle.ts'
 import { prepaidCredits, purchasePaid, returnPrepaidCredits, takePrepaidCredits } from './prepaid.ts'
 import * as store from './store.ts'
@@ -584,13 +584,6 @@ export async function recalculateInvoice(deps: Deps, actor: Actor, id: string): 
 }
 
 // ---- subscription invoices ----------------------------------------------------------------------------
-
-/** A subscription invoice computed for a billing point, ready to store. */
-export interface PointInvoice {
-  header: ReturnType<typeof subscriptionHeader>
-  assembled: Assembled
-  subscription: SubscriptionRow
-}
 
 /**
  * Stores subscription invoices computed for billing points, in one transaction: drafts, or finalized at
