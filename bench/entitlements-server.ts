@@ -2,7 +2,7 @@
 // CUSTOMERS customers, each on two plans (one with an addon held twice): 12 features granted through
 // 16 entitlements, so one lookup merges 16 sources. Prints {port, key, customers, features} as one JSON line.
 import { createCustomer } from '../domains/customers/service.ts'
-import { createFeature } from '../domains/catalog/features/service.ts'
+import { features as featureService } from '../domains/catalog/features/service.ts'
 import { createMeter } from '../domains/catalog/meters/service.ts'
 import { createOffering } from '../domains/catalog/offerings/service.ts'
 import { ADDON, PLAN } from '../domains/catalog/offerings/kinds.ts'
@@ -19,10 +19,10 @@ const tenant = running.bootstrap!
 const actor = { tenantId: tenant.tenantId, environmentId: tenant.environments.production, keyId: 'bench', roles: ['admin' as const] }
 
 const meter = await createMeter(deps, actor, { name: 'calls', event_name: 'api.call', aggregation: { type: 'COUNT' } })
-const features: Awaited<ReturnType<typeof createFeature>>[] = []
-for (let i = 0; i < 4; i++) features.push(await createFeature(deps, actor, { name: `metered ${i}`, type: 'metered', meter_id: meter.id }))
-for (let i = 0; i < 4; i++) features.push(await createFeature(deps, actor, { name: `flag ${i}`, type: 'boolean' }))
-for (let i = 0; i < 4; i++) features.push(await createFeature(deps, actor, { name: `sla ${i}`, type: 'static' }))
+const features: Awaited<ReturnType<typeof featureService.create>>[] = []
+for (let i = 0; i < 4; i++) features.push(await featureService.create(deps, actor, { name: `metered ${i}`, type: 'metered', meter_id: meter.id }))
+for (let i = 0; i < 4; i++) features.push(await featureService.create(deps, actor, { name: `flag ${i}`, type: 'boolean' }))
+for (let i = 0; i < 4; i++) features.push(await featureService.create(deps, actor, { name: `sla ${i}`, type: 'static' }))
 
 const grant = (f: (typeof features)[number], limit: number) =>
   f.type === 'metered' ? { feature_id: f.id, usage_limit: limit, usage_reset_period: 'MONTHLY' as const } : f.type === 'static' ? { feature_id: f.id, static_value: `tier ${limit}` } : { feature_id: f.id }

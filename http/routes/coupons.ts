@@ -67,6 +67,6 @@ export const couponRoutes: Route[] = [
       },
     },
     updateBody: { type: 'object', additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 255 }, metadata: metadataSchema, version: versionField } },
-    service: { create: service.createCoupon, get: service.getCoupon, list: service.listCoupons, update: service.updateCoupon, remove: service.deleteCoupon },
+    service: service.coupons,
   }),
 ]

@@ -51,10 +51,10 @@ export const featureRoutes: Route[] = recordRoutes({
   // type and meter are fixed at creation: entitlements and prices were made for them.
   updateBody: { type: 'object', additionalProperties: false, properties: { ...fields, version: versionField } },
   service: {
-    create: service.createFeature,
-    get: service.getFeature,
-    list: service.listFeatures,
-    update: service.updateFeature,
-    remove: service.deleteFeature,
+    create: service.features.create,
+    get: service.features.get,
+    list: service.features.list,
+    update: service.features.update,
+    remove: service.features.remove,
   },
 })

@@ -33,7 +33,7 @@ export const taxRoutes: Route[] = [
       additionalProperties: false,
       properties: { name, description: { type: ['string', 'null'], maxLength: 2000 }, tax_rate_status: { type: 'string', enum: ['ACTIVE', 'INACTIVE'] }, metadata: metadataSchema, version: versionField },
     },
-    service: { create: service.createTaxRate, get: service.getTaxRate, list: service.listTaxRates, update: service.updateTaxRate, remove: service.deleteTaxRate },
+    service: service.taxRates,
   }),
   ...recordRoutes({
     path: '/v1/taxes/associations',

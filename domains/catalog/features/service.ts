@@ -4,12 +4,12 @@ import { validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
+import { requireRecord } from '../../../infra/records.ts'
 import { guards } from '../../records/guards.ts'
 import { requireGroup } from '../groups/service.ts'
-import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { getMeter } from '../meters/service.ts'
-import { announce, auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
+import { referenced } from '../../records/service.ts'
+import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 
 export type { FeatureRow, FeatureType } from './store.ts'
@@ -59,59 +59,35 @@ export function checkAlerts(settings: store.AlertSettings | null | undefined): v
   }
 }
 
-export async function createFeature(deps: Deps, actor: Actor, input: CreateFeatureInput): Promise<store.FeatureRow> {
+/** Checks run before a feature is deleted; entitlements register theirs (a granted feature stays). */
+export const featureDeletion = guards()
+
+async function checkCreate(deps: Deps, actor: Actor, input: CreateFeatureInput): Promise<Record<string, unknown>> {
   if (input.type === 'metered') {
     if (!input.meter_id) throw validationError('meter_id', 'is required for a metered feature')
     await requireMeter(deps, actor, input.meter_id)
   } else if (input.meter_id) {
     throw validationError('meter_id', `is only allowed for metered features, not ${input.type}`)
   }
-  checkAlerts(input.alert_settings)
-  if (input.group_id) await requireGroup(deps.sql, actor, input.group_id, 'feature')
-  const audit = auditOf(deps, actor)
-  return uniquely('feature', [{ index: store.LOOKUP_KEY_INDEX, field: 'lookup_key', value: input.lookup_key }], () =>
-    transaction(deps, async (tx) => {
-      const row = await insertRecord<store.FeatureRow>(tx, store.FEATURES, actor, audit, input)
-      await announce(tx, actor, 'feature.created', store.FEATURES, row)
-      return row
-    }),
-  )
+  await checkUpdate(deps, actor, input)
+  return { ...input }
 }
 
-export const getFeature = (deps: Deps, actor: Actor, id: string): Promise<store.FeatureRow> =>
-  requireRecord<store.FeatureRow>(deps.sql, store.FEATURES, actor, id)
+async function checkUpdate(deps: Deps, actor: Actor, fields: FeatureFields): Promise<void> {
+  checkAlerts(fields.alert_settings)
+  if (fields.group_id) await requireGroup(deps.sql, actor, fields.group_id, 'feature')
+}
+
+export const features = recordService<store.FeatureRow, CreateFeatureInput, UpdateFeatureInput>({
+  table: store.FEATURES,
+  filters: store.FILTERS,
+  unique: { index: store.LOOKUP_KEY_INDEX, field: 'lookup_key' },
+  checkCreate,
+  checkUpdate,
+  announce: true,
+  deletion: featureDeletion,
+})
 
 /** A published feature a new record (an entitlement) may refer to. */
 export const requireFeature = (db: Db, scope: Scope, id: string): Promise<store.FeatureRow> =>
   referenced('feature_id', requireRecord<store.FeatureRow>(db, store.FEATURES, scope, id, { published: true }))
-
-export async function listFeatures(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.FeatureRow>> {
-  const { rows, total } = await listRecords<store.FeatureRow>(deps.sql, store.FEATURES, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
-  return page(rows, total, params)
-}
-
-export async function updateFeature(deps: Deps, actor: Actor, id: string, input: UpdateFeatureInput): Promise<store.FeatureRow> {
-  const { version, ...fields } = input
-  checkAlerts(fields.alert_settings)
-  if (fields.group_id) await requireGroup(deps.sql, actor, fields.group_id, 'feature')
-  const audit = auditOf(deps, actor)
-  return uniquely('feature', [{ index: store.LOOKUP_KEY_INDEX, field: 'lookup_key', value: input.lookup_key }], () =>
-    transaction(deps, async (tx) => {
-      const row = await updateRecord<store.FeatureRow>(tx, store.FEATURES, actor, id, fields, { version, audit })
-      await announce(tx, actor, 'feature.updated', store.FEATURES, row)
-      return row
-    }),
-  )
-}
-
-/** Checks run before a feature is deleted; entitlements register theirs (a granted feature stays). */
-export const featureDeletion = guards()
-
-export async function deleteFeature(deps: Deps, actor: Actor, id: string): Promise<store.FeatureRow> {
-  return transaction(deps, async (tx) => {
-    await featureDeletion.check(tx, actor, id)
-    const row = await deleteRecord<store.FeatureRow>(tx, store.FEATURES, actor, id, auditOf(deps, actor))
-    await announce(tx, actor, 'feature.deleted', store.FEATURES, row)
-    return row
-  })
-}

@@ -8,11 +8,12 @@ import { invalidOperation, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { filterConditions, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
 import { requireSubscription } from '../../subscriptions/service.ts'
+import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 
 export type { AssociationRow, CouponRow } from './store.ts'
@@ -61,27 +62,15 @@ function checked(input: CreateCouponInput) {
   }
 }
 
-export async function createCoupon(deps: Deps, actor: Actor, input: CreateCouponInput): Promise<store.CouponRow> {
-  const fields = checked(input)
-  return transaction(deps, (tx) => insertRecord<store.CouponRow>(tx, store.COUPONS, actor, auditOf(deps, actor), fields))
-}
-
-export const getCoupon = (deps: Deps, actor: Actor, id: string): Promise<store.CouponRow> => requireRecord<store.CouponRow>(deps.sql, store.COUPONS, actor, id)
-
-export async function listCoupons(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.CouponRow>> {
-  const { rows, total } = await listRecords<store.CouponRow>(deps.sql, store.COUPONS, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
-  return page(rows, total, params)
-}
-
-/** Only the name and metadata change: invoices and associations were made under the coupon's terms. */
-export async function updateCoupon(deps: Deps, actor: Actor, id: string, input: UpdateCouponInput): Promise<store.CouponRow> {
-  const { version, ...fields } = input
-  return transaction(deps, (tx) => updateRecord<store.CouponRow>(tx, store.COUPONS, actor, id, fields, { version, audit: auditOf(deps, actor) }))
-}
-
-/** Deleting stops new redemptions; existing associations keep their promised discounts. */
-export const deleteCoupon = (deps: Deps, actor: Actor, id: string): Promise<store.CouponRow> =>
-  transaction(deps, (tx) => deleteRecord<store.CouponRow>(tx, store.COUPONS, actor, id, auditOf(deps, actor)))
+/**
+ * Only the name and metadata change: invoices and associations were made under the coupon's terms.
+ * Deleting stops new redemptions; existing associations keep their promised discounts.
+ */
+export const coupons = recordService<store.CouponRow, CreateCouponInput, UpdateCouponInput>({
+  table: store.COUPONS,
+  filters: store.FILTERS,
+  checkCreate: (_deps, _actor, input) => checked(input),
+})
 
 /**
  * Counts one redemption of a coupon at `at` in the caller's transaction: under its row lock, the
@@ -106,7 +95,7 @@ export interface AssociateInput {
 /** Redeems a coupon for a subscription (the whole or one of its line items). */
 export async function associateCoupon(deps: Deps, actor: Actor, couponId: string, input: AssociateInput): Promise<store.AssociationRow> {
   const sub = await referenced('subscription_id', requireSubscription(deps.sql, actor, input.subscription_id))
-  const coupon = await getCoupon(deps, actor, couponId)
+  const coupon = await coupons.get(deps, actor, couponId)
   if (coupon.currency && coupon.currency !== sub.currency) throw validationError('subscription_id', `coupon ${couponId} is in ${coupon.currency}, the subscription in ${sub.currency}`)
   const audit = auditOf(deps, actor)
   const start = input.start_date ? new Date(input.start_date) : audit.at

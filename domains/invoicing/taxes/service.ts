@@ -7,12 +7,13 @@ import { AppError, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
+import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, requireRecord } from '../../../infra/records.ts'
 import { requireCustomer } from '../../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
 import { requireSubscription } from '../../subscriptions/service.ts'
+import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 
 export type { AssociationRow, TaxRateRow } from './store.ts'
@@ -68,28 +69,14 @@ function checked(input: CreateTaxRateInput) {
   }
 }
 
-export async function createTaxRate(deps: Deps, actor: Actor, input: CreateTaxRateInput): Promise<store.TaxRateRow> {
-  const fields = checked(input)
-  return uniquely('tax rate', [{ index: store.CODE_INDEX, field: 'code', value: input.code }], () =>
-    transaction(deps, (tx) => insertRecord<store.TaxRateRow>(tx, store.RATES, actor, auditOf(deps, actor), fields)),
-  )
-}
-
-export const getTaxRate = (deps: Deps, actor: Actor, id: string): Promise<store.TaxRateRow> => requireRecord<store.TaxRateRow>(deps.sql, store.RATES, actor, id)
-
-export async function listTaxRates(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.TaxRateRow>> {
-  const { rows, total } = await listRecords<store.TaxRateRow>(deps.sql, store.RATES, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
-  return page(rows, total, params)
-}
-
-/** The code and the value are fixed: invoices name the rate they applied; create a new rate to change them. */
-export async function updateTaxRate(deps: Deps, actor: Actor, id: string, input: UpdateTaxRateInput): Promise<store.TaxRateRow> {
-  const { version, ...fields } = input
-  return transaction(deps, (tx) => updateRecord<store.TaxRateRow>(tx, store.RATES, actor, id, fields, { version, audit: auditOf(deps, actor) }))
-}
-
-export const deleteTaxRate = (deps: Deps, actor: Actor, id: string): Promise<store.TaxRateRow> =>
-  transaction(deps, (tx) => deleteRecord<store.TaxRateRow>(tx, store.RATES, actor, id, auditOf(deps, actor)))
+/** The code and the value are fixed once created: invoices name the rate they applied; create a new rate to change them. */
+export const taxRates = recordService<store.TaxRateRow, CreateTaxRateInput, UpdateTaxRateInput>({
+  table: store.RATES,
+  filters: store.FILTERS,
+  label: 'tax rate',
+  unique: { index: store.CODE_INDEX, field: 'code' },
+  checkCreate: (_deps, _actor, input) => checked(input),
+})
 
 export interface CreateAssociationInput {
   tax_rate_code: string
