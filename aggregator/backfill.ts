@@ -44,7 +44,7 @@ async function backfillRevision(deps: Deps, meter: meters.MeterRow): Promise<num
   return processed
 }
 
-export const backfillJob: Job = {
+const backfillJob: Job = {
   name: 'meter-backfill',
   schedule: '* * * * *',
   leaseMs: 30 * 60_000,

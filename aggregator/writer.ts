@@ -50,7 +50,7 @@ async function prepareBatch(deps: Deps, events: UsageEvent[], rejected: Rejected
  */
 const DATA_ERRORS = new Set(['6', '25', '26', '27', '38', '41', '53', '69', '70', '72', '117', '130', '131', '190', '321'])
 
-export const isDataError = (err: unknown): err is ClickHouseError => err instanceof ClickHouseError && DATA_ERRORS.has(String(err.code))
+const isDataError = (err: unknown): err is ClickHouseError => err instanceof ClickHouseError && DATA_ERRORS.has(String(err.code))
 
 /** The first sentence of ClickHouse's message (the rest repeats the row), with its error name. */
 const refusal = (err: ClickHouseError): string => `ClickHouse refused the event: ${err.message.split(/[:\n]/)[0].trim()} (${err.type ?? `code ${err.code}`})`.slice(0, 500)

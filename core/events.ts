@@ -27,7 +27,7 @@ export interface UsageEvent {
   properties: Record<string, unknown>
 }
 
-export type FieldErrors = Record<string, string>
+type FieldErrors = Record<string, string>
 export type Normalized = { ok: true; event: UsageEvent } | { ok: false; errors: FieldErrors }
 
 export const MAX_ID_LENGTH = 255

@@ -13,7 +13,7 @@ export interface MeterFilter {
   values: string[]
 }
 
-export interface Aggregation {
+interface Aggregation {
   type: AggregationType
   /** The property aggregated; required for every type but COUNT. */
   field?: string
@@ -44,14 +44,14 @@ export interface UsageRow {
 }
 
 /** meter_usage.value is Decimal(38, 12): 26 integer digits, 12 places. */
-export const VALUE_SCALE = 12
+const VALUE_SCALE = 12
 const VALUE_LIMIT = new D('1e26')
 const NUMERIC = /^\s*-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/
 
 export const needsField = (type: AggregationType): boolean => type !== 'COUNT'
 
 /** A property value as filters and group keys compare it: strings as they are, numbers and booleans as JSON writes them. */
-export function propertyText(value: unknown): string | undefined {
+function propertyText(value: unknown): string | undefined {
   if (typeof value === 'string') return value
   if (typeof value === 'number' || typeof value === 'boolean') return String(value)
   return undefined

@@ -21,7 +21,7 @@ export interface UsageWindow {
   end: Date
 }
 
-export const MAX_WINDOWS = 100_000
+const MAX_WINDOWS = 100_000
 
 const MINUTE_MS = 60_000
 const HOUR_MS = 3_600_000

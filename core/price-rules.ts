@@ -8,8 +8,8 @@ import type { TierMode } from './pricing/index.ts'
 import { validateTransform, type TransformQuantity } from './pricing/package.ts'
 import { parseTiers, type Tier } from './pricing/tiered.ts'
 
-export type PriceType = 'FIXED' | 'USAGE'
-export type BillingModel = 'FLAT_FEE' | 'PACKAGE' | 'TIERED'
+type PriceType = 'FIXED' | 'USAGE'
+type BillingModel = 'FLAT_FEE' | 'PACKAGE' | 'TIERED'
 export type PricePeriod = BillingPeriod | 'ONETIME'
 export const PRICE_PERIODS: readonly PricePeriod[] = [...BILLING_PERIODS, 'ONETIME']
 

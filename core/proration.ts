@@ -4,7 +4,7 @@ import { D, type Decimal } from './money.ts'
 
 const DAY_MS = 86_400_000
 
-export type ProrationMode = 'day' | 'second'
+type ProrationMode = 'day' | 'second'
 
 export type ProrateInput = {
   amount: Decimal

@@ -4,7 +4,7 @@
 // and t lies within the tolerance of now, which bounds replays of a captured request.
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
-export const SIGNATURE_TOLERANCE_SECONDS = 300
+const SIGNATURE_TOLERANCE_SECONDS = 300
 
 export type SignatureCheck = { ok: true; timestamp: number } | { ok: false; reason: 'missing' | 'malformed' | 'mismatch' | 'stale' }
 

@@ -8,7 +8,7 @@ import { usageWindows, type UsageWindow, type WindowSize } from './periods.ts'
 /** Sums of Decimal(38, 12) values and products with millisecond offsets stay exact at 80 digits. */
 export const U = Decimal.clone({ precision: 80, rounding: Decimal.ROUND_HALF_UP })
 /** Places kept by the two aggregations that divide (AVG, WEIGHTED_SUM), as meter_usage stores values. */
-export const RESULT_SCALE = 12
+const RESULT_SCALE = 12
 
 export interface CalendarOptions {
   billingAnchor?: Date

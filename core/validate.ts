@@ -24,7 +24,7 @@ function compile(ajv: Ajv, schema: JsonSchema): ValidateFunction {
 }
 
 /** `/events/3/event_name` → `events[3].event_name`: the name a client wrote in its JSON. */
-export function fieldName(error: ErrorObject, root: string): string {
+function fieldName(error: ErrorObject, root: string): string {
   const parts = error.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
   const params = error.params as Record<string, unknown>
   if (typeof params.missingProperty === 'string') parts.push(params.missingProperty)
@@ -41,7 +41,7 @@ function reason(error: ErrorObject): string {
   return error.message ?? 'is invalid'
 }
 
-export function detailsOf(errors: ErrorObject[], root: string): Record<string, string> {
+function detailsOf(errors: ErrorObject[], root: string): Record<string, string> {
   const details: Record<string, string> = {}
   for (const e of errors) {
     if (e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf') continue

@@ -10,7 +10,7 @@ import { mountRoutes, type Route } from './route.ts'
 import { healthRoutes } from './routes/health.ts'
 import { openApiRoutes } from './routes/openapi.ts'
 
-export const VERSION = '0.1.0'
+const VERSION = '0.1.0'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 

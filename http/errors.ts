@@ -34,7 +34,7 @@ function fromHttpError(err: HttpishError): AppError | undefined {
 /** Drivers report broken connections with these codes: the engine is unavailable, the request may be retried. */
 const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'CONNECTION_DESTROYED'])
 
-export function toAppError(err: unknown): AppError | undefined {
+function toAppError(err: unknown): AppError | undefined {
   if (err instanceof AppError) return err
   const e = (err ?? {}) as HttpishError
   if (e.code && UNAVAILABLE.has(e.code)) {

@@ -10,7 +10,7 @@ import type { JsonSchema } from '../core/validate.ts'
 import { fromListQuery, fromSearchBody, listQuery, searchBody } from './record-schema.ts'
 import { toWire } from '../domains/records/wire.ts'
 
-export interface RecordService<R> {
+interface RecordService<R> {
   create(deps: Deps, actor: Actor, body: any): Promise<R>
   get(deps: Deps, actor: Actor, id: string): Promise<R>
   list(deps: Deps, actor: Actor, request: ListRequest): Promise<Page<R>>

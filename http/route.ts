@@ -20,7 +20,7 @@ const ALLOWED: Record<Exclude<Permission, 'public'>, readonly Role[]> = {
   admin: ['admin'],
 }
 
-export interface Request<B, Q> {
+interface Request<B, Q> {
   deps: Deps
   actor: Actor
   body: B
@@ -55,7 +55,7 @@ export interface MountOptions {
   limiter: RateLimiter
 }
 
-export function authorize(actor: Actor, permission: Exclude<Permission, 'public'>): void {
+function authorize(actor: Actor, permission: Exclude<Permission, 'public'>): void {
   if (!actor.roles.some((r) => ALLOWED[permission].includes(r))) {
     throw new AppError('permission_denied', `this API key may not ${permission === 'ingest' ? 'send events' : permission}`, {
       required_roles: ALLOWED[permission],

@@ -31,7 +31,7 @@ export interface ClickHouse {
   close(): Promise<void>
 }
 
-export interface RawInsert {
+interface RawInsert {
   table: string
   /** The columns the rows give, in their order (JSONCompactEachRow); absent: every column, by name. */
   columns?: readonly string[]
@@ -41,7 +41,7 @@ export interface RawInsert {
   settings: ClickHouseSettings
 }
 
-export interface RowsText {
+interface RowsText {
   format: 'JSONCompactEachRow' | 'TabSeparated'
   structure: string
   text: string

@@ -1,6 +1,6 @@
 import type { Deps } from './deps.ts'
 
-export interface EngineState {
+interface EngineState {
   kind: string
   status: 'ok' | 'down'
   error?: string

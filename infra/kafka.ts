@@ -17,7 +17,7 @@ export interface KafkaHandle {
 /** Partitions of the event topic: the aggregator scales out to this many consumers. */
 export const EVENT_PARTITIONS = 6
 /** The topics' max.message.bytes: above the largest request body intake accepts by default (5 MiB). */
-export const MAX_BATCH_BYTES = 16 * 1024 * 1024
+const MAX_BATCH_BYTES = 16 * 1024 * 1024
 
 /** `socketFactory` lets fault tests cut this process off a real broker and reconnect it. */
 export function openKafka(config: Config & { kafkaBrokers: string[] }, options: { socketFactory?: ISocketFactory } = {}): KafkaHandle {

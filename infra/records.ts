@@ -10,7 +10,7 @@ import type { Db } from './postgres.ts'
 
 export type Fragment = postgres.PendingQuery<postgres.Row[]>
 
-export const and = (db: Db, parts: Fragment[]): Fragment =>
+const and = (db: Db, parts: Fragment[]): Fragment =>
   parts.reduce((acc, part) => db`${acc} AND ${part}`)
 
 /** Conditions every list shares: the scope, the record status and the metadata filter. */
@@ -143,7 +143,7 @@ export async function insertRecord<T>(db: Db, table: RecordTable, scope: Scope, 
 }
 
 /** One record of the scope in any status; another tenant's record is simply absent. */
-export async function findRecord<T>(db: Db, table: RecordTable, scope: Scope, id: string): Promise<T | undefined> {
+async function findRecord<T>(db: Db, table: RecordTable, scope: Scope, id: string): Promise<T | undefined> {
   const [row] = await db`SELECT * FROM ${db(table.name)}
     WHERE id = ${id} AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}`
   return row ? decodeRow<T>(table, row) : undefined

@@ -14,7 +14,7 @@ export const eventKey = (e: UsageEvent): string => `${e.tenantId}:${e.environmen
  * How long a request waits for the ack. kafkajs keeps reconnecting to an unreachable broker for much longer;
  * past this the client gets 503 (a send that lands later is harmless: the retry's ids are deduplicated).
  */
-export const ACK_TIMEOUT_MS = 8000
+const ACK_TIMEOUT_MS = 8000
 /** Events gathered into one produce request: far below the topics' max.message.bytes (infra/kafka.ts). */
 const MAX_PRODUCE_BYTES = 2 * 1024 * 1024
 
@@ -22,7 +22,7 @@ const MAX_PRODUCE_BYTES = 2 * 1024 * 1024
 const MAX_RECORD_BYTES = 256 * 1024
 
 /** Records as the topic carries them, in order: each one's key and value (a JSON array of encodeEvent texts). */
-export interface Records {
+interface Records {
   keys: string[]
   values: string[]
 }

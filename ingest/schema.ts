@@ -2,7 +2,7 @@
 import type { JsonSchema } from '../core/validate.ts'
 import { MAX_ID_LENGTH, simpleInstant, type EventInput } from '../core/events.ts'
 
-export const MAX_BULK = 1000
+const MAX_BULK = 1000
 
 const text = (maxLength: number): JsonSchema => ({ type: 'string', maxLength })
 

@@ -6,9 +6,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 
 /** Form fields as Stripe takes them: `metadata[k]=v` nested one level. */
-export type Form = Record<string, string> & { metadata?: Record<string, string> }
+type Form = Record<string, string> & { metadata?: Record<string, string> }
 
-export interface FakeCustomer {
+interface FakeCustomer {
   id: string
   object: 'customer'
   name?: string

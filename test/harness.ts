@@ -11,7 +11,7 @@ import { createTenant, type NewTenant } from '../domains/tenancy/tenants/service
 import { startRoles, type RoleName, type Running } from '../roles.ts'
 import { seedEmbeddedPostgres } from './global-setup.ts'
 
-export interface HttpResult<T = any> {
+interface HttpResult<T = any> {
   status: number
   body: T
   headers: Headers

@@ -75,7 +75,7 @@ export interface WebhookEndpointWire {
   secret: string
 }
 
-export interface WebhookDeliveryWire {
+interface WebhookDeliveryWire {
   endpoint_id: string
   delivery_status: string
   attempts: number

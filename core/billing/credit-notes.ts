@@ -14,7 +14,7 @@ export type CreditNoteType = 'ADJUSTMENT' | 'REFUND'
 export type CreditNoteStatus = 'DRAFT' | 'FINALIZED' | 'VOIDED'
 
 /** The invoice line fields that decide what can be credited (as computeInvoice gives them). */
-export type CreditableLine = { id: string; amount: Decimal; line_item_discount: Decimal; invoice_level_discount: Decimal; tax_amount: Decimal }
+type CreditableLine = { id: string; amount: Decimal; line_item_discount: Decimal; invoice_level_discount: Decimal; tax_amount: Decimal }
 export type CreditableInvoice = PaymentState & { line_items: CreditableLine[] }
 
 export type NoteLine = { invoice_line_item_id: string; amount: Decimal }

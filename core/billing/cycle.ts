@@ -13,7 +13,7 @@ import type { PriceInput } from '../pricing/index.ts'
 import { priceAmount } from '../pricing/index.ts'
 import { prorate, prorationCharge, prorationCredit } from '../proration.ts'
 
-export type BillingReason =
+type BillingReason =
   | 'SUBSCRIPTION_CREATE'
   | 'SUBSCRIPTION_CYCLE'
   | 'SUBSCRIPTION_UPDATE'
@@ -132,7 +132,7 @@ export interface CycleLine {
   end_proration?: ProrationBehavior | null
 }
 
-export type ChargeKind = 'advance' | 'arrear' | 'onetime' | 'trial' | 'usage' | 'proration_credit' | 'proration_charge'
+type ChargeKind = 'advance' | 'arrear' | 'onetime' | 'trial' | 'usage' | 'proration_credit' | 'proration_charge'
 
 /** One charge of a billing point: a fixed amount (unrounded) or a usage window to measure and price. */
 export interface Charge {

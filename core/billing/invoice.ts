@@ -47,7 +47,7 @@ export type InvoiceInput = {
   prepaid?: { available: Decimal; allowed_price_types: (PriceType | 'ALL')[] }
 }
 
-export type InvoiceLine = {
+type InvoiceLine = {
   price_type: PriceType
   price_id: string | null
   display_name: string | null

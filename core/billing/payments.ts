@@ -16,7 +16,7 @@ const REFUNDING: PaymentStatus[] = ['PARTIALLY_REFUNDED', 'REFUNDED']
  * Allowed moves. Until paid, any collecting state may follow another (PENDING → PENDING is a second
  * partial payment; FAILED may be retried). Once paid, only more money (OVERPAID) or refunds; REFUNDED is final.
  */
-export const PAYMENT_TRANSITIONS: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
+const PAYMENT_TRANSITIONS: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
   INITIATED: COLLECTING,
   PENDING: COLLECTING,
   PROCESSING: COLLECTING.filter((s) => s !== 'PROCESSING'),

@@ -6,7 +6,7 @@
 // threshold again for the next event.
 import type { Decimal } from '../money.ts'
 
-export type AlertCondition = 'above' | 'below'
+type AlertCondition = 'above' | 'below'
 export type AlertLevel = { condition: AlertCondition; threshold: Decimal }
 export interface AlertSettings {
   alert_enabled: boolean

@@ -24,7 +24,7 @@ export interface CreditTx extends TxBase {
   /** Lower is consumed first; null after every number. */
   priority: number | null
 }
-export interface DebitTx extends TxBase {
+interface DebitTx extends TxBase {
   type: 'debit'
   reason: DebitReason
 }

@@ -43,7 +43,7 @@ export interface PushResult {
 }
 
 /** A payment a notification reports, and how to find our invoice. */
-export interface ProviderPayment {
+interface ProviderPayment {
   invoice_id: string | null
   provider_invoice_id: string | null
   /** One per payment at the provider, whichever notification reports it. */

@@ -130,7 +130,7 @@ const providerConnection = (deps: Deps, row: store.ConnectionRow): ProviderConne
 // ---- pushing invoices ---------------------------------------------------------------------------------
 
 /** Attempts before a push is given up (FAILED); the waits double from 1 minute up to an hour (about 5 hours in all). */
-export const MAX_SYNC_ATTEMPTS = 10
+const MAX_SYNC_ATTEMPTS = 10
 const retryDelayMs = (attempts: number): number => Math.min(2 ** (attempts - 1), 60) * 60_000
 const BATCH = 200
 

@@ -21,7 +21,7 @@ export interface ConnectionRow extends RecordRow {
   sync_config: SyncConfig
 }
 
-export type SyncStatus = 'PENDING' | 'SYNCED' | 'FAILED' | 'SKIPPED'
+type SyncStatus = 'PENDING' | 'SYNCED' | 'FAILED' | 'SKIPPED'
 
 export interface SyncRow {
   invoice_id: string

@@ -8,7 +8,7 @@ import { D, minorUnits, type Decimal } from '../../core/money.ts'
 import { verifySignature } from '../../core/signatures.ts'
 import { ProviderError, type InvoicePush, type PaymentProvider, type ProviderConnection, type ProviderNotification, type PushResult } from './provider.ts'
 
-export const STRIPE_API = 'https://api.stripe.com'
+const STRIPE_API = 'https://api.stripe.com'
 const TIMEOUT_MS = 15_000
 const DAY_MS = 86_400_000
 
@@ -47,8 +47,8 @@ function form(params: Params): string {
 
 const scale = (currency: string): Decimal => new D(10).pow(minorUnits(currency))
 /** Stripe amounts are integers in the currency's minor unit. */
-export const toMinor = (amount: Decimal, currency: string): string => amount.times(scale(currency)).toFixed(0)
-export const fromMinor = (amount: number | string, currency: string): Decimal => new D(amount).div(scale(currency))
+const toMinor = (amount: Decimal, currency: string): string => amount.times(scale(currency)).toFixed(0)
+const fromMinor = (amount: number | string, currency: string): Decimal => new D(amount).div(scale(currency))
 
 async function call(connection: ProviderConnection, method: 'GET' | 'POST', path: string, params: Params = {}, idempotencyKey?: string): Promise<StripeObject> {
   const base = (connection.api_base_url ?? STRIPE_API).replace(/\/+$/, '')

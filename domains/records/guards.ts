@@ -5,7 +5,7 @@
 import type { Scope } from '../../core/scope.ts'
 import type { Db } from '../../infra/postgres.ts'
 
-export type Guard = (db: Db, scope: Scope, id: string) => Promise<void>
+type Guard = (db: Db, scope: Scope, id: string) => Promise<void>
 
 export interface Guards {
   register(guard: Guard): void

@@ -1,7 +1,6 @@
 // Line items are snapshots of prices: the billing terms a subscription bills from, kept as they were
 // when the line was made, with the quantity (fixed prices) and the span it is in force.
 import { D, type Decimal } from '../../core/money.ts'
-import { priceAmount, type PriceInput } from '../../core/pricing/index.ts'
 import type { PriceRow } from '../catalog/prices/service.ts'
 import { toWire } from '../records/wire.ts'
 import type { LineItemRow } from './store.ts'
@@ -64,11 +63,6 @@ export function lineItemFields(sub: { id: string; customer_id: string }, owner: 
     start_date: span.start_date,
     end_date: span.end_date,
   }
-}
-
-/** What a fixed line costs for a whole period at `quantity`, unrounded, from its snapshot. */
-export function periodAmount(line: LineItemRow, quantity: Decimal): Decimal {
-  return priceAmount(line.price as unknown as PriceInput, quantity).amount
 }
 
 /** A line that takes over from `line` with other terms: its own fields, without the record columns. */

@@ -38,7 +38,7 @@ export interface DeliverySummary {
 const emptySummary = (): DeliverySummary => ({ events_dispatched: 0, events_skipped: 0, sent: 0, delivered: 0, retrying: 0, failed: 0 })
 
 /** Delay before the next attempt after `failures` failures: base, 2×, 4×, … up to a day. */
-export const backoffMs = (baseMs: number, failures: number): number => Math.min(baseMs * 2 ** (failures - 1), MAX_BACKOFF_MS)
+const backoffMs = (baseMs: number, failures: number): number => Math.min(baseMs * 2 ** (failures - 1), MAX_BACKOFF_MS)
 
 function retryable(settings: WebhookRetry, d: store.DueDelivery, failures: number): boolean {
   return (

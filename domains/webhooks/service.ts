@@ -134,7 +134,7 @@ export async function rotateSecret(deps: Deps, actor: Actor, id: string): Promis
   return { ...view(row), secret }
 }
 
-export type DeliveryView = Omit<store.DeliveryRow, 'tenant_id' | 'environment_id'>
+type DeliveryView = Omit<store.DeliveryRow, 'tenant_id' | 'environment_id'>
 
 export interface EventView extends Omit<store.EventRow, 'dispatched_at'> {
   /** One per endpoint the event was matched to. */

@@ -18,7 +18,7 @@ const level: JsonSchema = {
   properties: { condition: { type: 'string', enum: ['above', 'below'], default: 'below' }, threshold: { type: 'number' } },
 }
 
-export const alertSettingsSchema: JsonSchema = {
+const alertSettingsSchema: JsonSchema = {
   type: ['object', 'null'],
   required: ['alert_enabled'],
   additionalProperties: false,

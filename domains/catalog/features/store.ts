@@ -11,7 +11,7 @@ export const FILTERS: FilterSpec = filterSpec({
 
 export type FeatureType = 'metered' | 'boolean' | 'static'
 
-export interface AlertLevel {
+interface AlertLevel {
   condition: 'above' | 'below'
   threshold: number
 }

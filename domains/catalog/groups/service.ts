@@ -10,7 +10,7 @@ import { auditOf, referenced, transaction, uniquely } from '../../records/servic
 import * as store from './store.ts'
 
 export const FILTERS = store.FILTERS
-export type { GroupEntity } from './store.ts'
+
 
 export interface GroupView extends store.GroupRow {
   entity_ids: string[]

@@ -19,7 +19,7 @@ import { listSubscriptions, requireSubscription, type SubscriptionRow } from '..
 import { grantCredits } from '../wallets/service.ts'
 import * as store from './store.ts'
 
-export type { ApplicationRow, GrantRow } from './store.ts'
+
 export const FILTERS = store.FILTERS
 export const APPLICATION_FILTERS = store.APPLICATION_FILTERS
 
@@ -120,12 +120,12 @@ export async function listCreditGrants(deps: Deps, actor: Actor, { params, filte
 }
 
 /** The published PLAN grants of a plan, oldest first: what GET /v1/plans/{id} expands as credit_grants. */
-export function listPlanCreditGrants(deps: Deps, scope: Scope, planId: string): Promise<store.GrantRow[]> {
+function listPlanCreditGrants(deps: Deps, scope: Scope, planId: string): Promise<store.GrantRow[]> {
   return planCreditGrants(deps.sql, scope, [planId])
 }
 
 /** The same for several plans in one query, in the caller's transaction if it has one. */
-export async function planCreditGrants(db: Db, scope: Scope, planIds: string[]): Promise<store.GrantRow[]> {
+async function planCreditGrants(db: Db, scope: Scope, planIds: string[]): Promise<store.GrantRow[]> {
   return (await publishedIn<store.GrantRow>(db, store.GRANTS, scope, 'plan_id', planIds)).filter((g) => g.scope === 'PLAN')
 }
 
@@ -133,12 +133,6 @@ export async function planCreditGrants(db: Db, scope: Scope, planIds: string[]):
 export async function withCreditGrants<P extends { id: string }>(db: Db, scope: Scope, plans: P[]): Promise<(P & { credit_grants: store.GrantRow[] })[]> {
   const grants = await planCreditGrants(db, scope, plans.map((p) => p.id))
   return plans.map((plan) => ({ ...plan, credit_grants: grants.filter((g) => g.plan_id === plan.id) }))
-}
-
-/** The published grants giving credits to each subscription: its plan's and its own (a subscription's `credit_grants`). */
-export async function subscriptionCreditGrants(db: Db, scope: Scope, subs: { id: string; plan_id: string }[]): Promise<Map<string, store.GrantRow[]>> {
-  const [byPlan, own] = [await planCreditGrants(db, scope, subs.map((s) => s.plan_id)), await publishedIn<store.GrantRow>(db, store.GRANTS, scope, 'subscription_id', subs.map((s) => s.id))]
-  return new Map(subs.map((s) => [s.id, [...byPlan.filter((g) => g.plan_id === s.plan_id), ...own.filter((g) => g.subscription_id === s.id)]]))
 }
 
 /** GET /v1/plans/{id}/creditgrants. */
@@ -186,7 +180,7 @@ export async function listGrantApplications(deps: Deps, actor: Actor, grantId: s
 // ---- the job ----------------------------------------------------------------------------------------------
 
 /** A failed application is tried again on later runs, this many times in all. */
-export const MAX_ATTEMPTS = 5
+const MAX_ATTEMPTS = 5
 const BATCH = 200
 const LIVE = ['not_started', 'trialing', 'active', 'incomplete']
 

@@ -44,7 +44,7 @@ export interface GrantRow extends RecordRow {
   priority: number | null
 }
 
-export type ApplicationStatus = 'pending' | 'applied' | 'failed' | 'skipped' | 'cancelled'
+type ApplicationStatus = 'pending' | 'applied' | 'failed' | 'skipped' | 'cancelled'
 
 export interface ApplicationRow extends RecordRow {
   credit_grant_id: string

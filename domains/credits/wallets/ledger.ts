@@ -21,7 +21,7 @@ const asCredit = (row: store.OpenCredit): CreditTx => ({
   created_at: row.created_at,
 })
 
-export async function creditsOf(db: Db, walletId: string): Promise<CreditTx[]> {
+async function creditsOf(db: Db, walletId: string): Promise<CreditTx[]> {
   return (await store.openCredits(db, walletId)).map(asCredit)
 }
 

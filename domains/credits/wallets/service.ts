@@ -19,7 +19,7 @@ import { usePrepaidWallet } from '../../invoicing/invoices/prepaid.ts'
 import { applyWalletCredits, returnWalletCredits, walletCreditsFor, walletPurchasePaid } from './invoices.ts'
 import { settle } from './watch.ts'
 
-export type { TransactionRow, WalletRow } from './store.ts'
+
 export const FILTERS = store.FILTERS
 export const TRANSACTION_FILTERS = store.TRANSACTION_FILTERS
 export type { WalletView } from './view.ts'
@@ -186,7 +186,7 @@ export async function listTransactions(deps: Deps, actor: Actor, walletId: strin
   return page(rows, total, params)
 }
 
-export type TopupReason = 'FREE_CREDIT_GRANT' | 'PURCHASED_CREDIT_DIRECT' | 'PURCHASED_CREDIT_INVOICED'
+type TopupReason = 'FREE_CREDIT_GRANT' | 'PURCHASED_CREDIT_DIRECT' | 'PURCHASED_CREDIT_INVOICED'
 
 export interface TopUpInput {
   credits_to_add?: string

@@ -16,7 +16,6 @@ export const TRANSACTIONS: RecordTable = {
 }
 
 export const ACTIVE_CURRENCY_INDEX = 'wallets_active_currency'
-export const IDEMPOTENCY_INDEX = 'wallet_transactions_idempotency'
 
 export const FILTERS: FilterSpec = {
   wallet_ids: { column: 'id', op: 'in' },

@@ -34,7 +34,7 @@ export interface AlertKind {
   events: string
   alert_type: string
 }
-export const CREDIT_BALANCE: AlertKind = { column: 'alert_state', events: 'wallet.credit_balance', alert_type: 'low_credit_balance' }
+const CREDIT_BALANCE: AlertKind = { column: 'alert_state', events: 'wallet.credit_balance', alert_type: 'low_credit_balance' }
 export const ONGOING_BALANCE: AlertKind = { column: 'ongoing_alert_state', events: 'wallet.ongoing_balance', alert_type: 'low_ongoing_balance' }
 
 /** A balance an alert judges: in credits (thresholds are in credits, like credit_balance) and in the wallet's currency. */

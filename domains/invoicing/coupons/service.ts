@@ -106,7 +106,7 @@ export async function associateCoupon(deps: Deps, actor: Actor, couponId: string
 }
 
 /** One association, redeemed in the caller's transaction. */
-export async function associateIn(
+async function associateIn(
   tx: Tx,
   scope: Scope,
   audit: Audit,

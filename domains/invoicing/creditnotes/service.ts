@@ -19,7 +19,7 @@ import * as store from './store.ts'
 
 export const FILTERS = store.FILTERS
 
-export type Reason = 'DUPLICATE' | 'FRAUDULENT' | 'ORDER_CHANGE' | 'UNSATISFACTORY' | 'SERVICE_ISSUE' | 'BILLING_ERROR' | 'SUBSCRIPTION_CANCELLATION'
+type Reason = 'DUPLICATE' | 'FRAUDULENT' | 'ORDER_CHANGE' | 'UNSATISFACTORY' | 'SERVICE_ISSUE' | 'BILLING_ERROR' | 'SUBSCRIPTION_CANCELLATION'
 
 export interface CreateCreditNoteInput {
   invoice_id: string

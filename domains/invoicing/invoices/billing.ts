@@ -135,7 +135,7 @@ const cycleLine = (l: LineItemRow): CycleLine => ({
 })
 
 /** "15 NET" → 15 days; none → due on the invoice date. */
-export const termsDays = (terms: string | null): number => (terms ? Number(/^(\d+)/.exec(terms)?.[1] ?? 0) : 0)
+const termsDays = (terms: string | null): number => (terms ? Number(/^(\d+)/.exec(terms)?.[1] ?? 0) : 0)
 
 /** The invoice columns of a subscription invoice, besides its amounts. */
 export function subscriptionHeader(sub: SubscriptionRow, point: Pick<BillingPoint, 'at' | 'period' | 'reason'> & { sequence: number | null }, graceMs: number) {

@@ -27,7 +27,7 @@ import { nextPoint } from '../../../core/billing/cycle.ts'
 import { prepaidCredits, purchasePaid, returnPrepaidCredits, takePrepaidCredits } from './prepaid.ts'
 import * as store from './store.ts'
 
-export type { InvoiceRow, LineItemRow } from './store.ts'
+export type { InvoiceRow,  } from './store.ts'
 export const FILTERS = store.FILTERS
 
 export interface InvoiceView extends store.InvoiceRow {
@@ -92,7 +92,7 @@ export async function announceInvoice(tx: Tx, scope: Scope, eventType: string, r
 
 // ---- creating -----------------------------------------------------------------------------------------
 
-export interface LineItemInput {
+interface LineItemInput {
   amount: string
   quantity: string
   display_name?: string
@@ -114,7 +114,7 @@ export interface LineItemInput {
   prepaid_credits_applied?: string
 }
 
-export interface TaxRateOverride {
+interface TaxRateOverride {
   tax_rate_code: string
   currency: string
   auto_apply?: boolean
@@ -364,7 +364,7 @@ export async function updateInvoice(deps: Deps, actor: Actor, id: string, input:
  * What a draft is computed from at finalization: a subscription draft is computed again (late usage
  * inside the grace period counts); a one-off draft keeps its lines.
  */
-export async function freshSpec(deps: Deps, scope: Scope, invoice: store.InvoiceRow): Promise<InvoiceSpec | undefined> {
+async function freshSpec(deps: Deps, scope: Scope, invoice: store.InvoiceRow): Promise<InvoiceSpec | undefined> {
   if (!invoice.subscription_id || invoice.invoice_type !== 'SUBSCRIPTION' || !['SUBSCRIPTION_CREATE', 'SUBSCRIPTION_CYCLE', 'SUBSCRIPTION_TRIAL_START', 'SUBSCRIPTION_TRIAL_END', 'PRORATION', 'AUTO_INVOICE_THRESHOLD'].includes(invoice.billing_reason)) return undefined
   const sub = await requireSubscription(deps.sql, scope, invoice.subscription_id)
   const ctx = await loadContext(deps, scope, sub)
@@ -384,7 +384,7 @@ const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_
  * sequence in this transaction and is FINALIZED. A trial's zero invoice (rule 6) is paid at once when
  * invoices are sent, or carries a checkout address when the card is charged.
  */
-export async function finalizeLocked(deps: Deps, tx: Tx, scope: Scope, audit: Audit, invoice: store.InvoiceRow, spec?: InvoiceSpec): Promise<store.InvoiceRow> {
+async function finalizeLocked(deps: Deps, tx: Tx, scope: Scope, audit: Audit, invoice: store.InvoiceRow, spec?: InvoiceSpec): Promise<store.InvoiceRow> {
   if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
   const changes: Record<string, unknown> = {}
   const prepaid = await prepaidCredits(deps, tx, scope, invoice)
@@ -491,7 +491,7 @@ export const paymentState = (i: store.InvoiceRow): PaymentState => ({
   paid_at: i.paid_at,
 })
 
-export const paymentColumns = (s: PaymentState) => ({
+const paymentColumns = (s: PaymentState) => ({
   payment_status: s.payment_status,
   amount_due: s.amount_due,
   amount_paid: s.amount_paid,

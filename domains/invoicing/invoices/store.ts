@@ -26,7 +26,6 @@ export const COUPON_APPLICATIONS: RecordTable = {
 export const TAXES_APPLIED: RecordTable = { name: 'taxes_applied', noun: 'tax_applied', prefix: 'taxapp', decimals: ['taxable_amount', 'tax_amount'] }
 
 export const IDEMPOTENCY_INDEX = 'invoices_idempotency_key'
-export const PERIOD_INDEX = 'invoices_subscription_period'
 
 export const FILTERS: FilterSpec = filterSpec({
   eq: { customer_id: 'customer_id', subscription_id: 'subscription_id', invoice_type: 'invoice_type', billing_reason: 'billing_reason', currency: 'currency' },

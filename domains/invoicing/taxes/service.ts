@@ -16,7 +16,7 @@ import { requireSubscription } from '../../subscriptions/service.ts'
 import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 
-export type { AssociationRow, TaxRateRow } from './store.ts'
+
 export const FILTERS = store.FILTERS
 export const ASSOCIATION_FILTERS = store.ASSOCIATION_FILTERS
 

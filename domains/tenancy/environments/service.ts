@@ -3,7 +3,7 @@ import type { Deps } from '../../../infra/deps.ts'
 import { page, type ListParams, type Page } from '../../../core/list.ts'
 import * as store from './store.ts'
 
-export type { EnvironmentRow } from './store.ts'
+
 
 export const findEnvironment = (deps: Deps, actor: Actor, id: string): Promise<store.EnvironmentRow | undefined> =>
   store.findEnvironment(deps.sql, actor.tenantId, id)

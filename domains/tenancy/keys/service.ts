@@ -24,7 +24,7 @@ const stateOf = (deps: Deps): KeyState => {
   return s
 }
 
-export const hashKey = (secret: string): Buffer => createHash('sha256').update(secret).digest()
+const hashKey = (secret: string): Buffer => createHash('sha256').update(secret).digest()
 
 export interface KeyView extends Omit<store.ApiKeyRow, 'revoked_at'> {
   provider: string

@@ -56,7 +56,7 @@ export async function listEvents(ch: ClickHouse, scope: Scope, f: EventFilter, l
   return { rows, total: Number(n) }
 }
 
-export interface DedupKeyRow {
+interface DedupKeyRow {
   external_customer_id: string
   event_name: string
   timestamp: string

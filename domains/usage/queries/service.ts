@@ -51,7 +51,7 @@ export interface MeterUsageQuery extends UsageQuery {
   billed?: boolean
 }
 
-export interface UsageWindowResult {
+interface UsageWindowResult {
   windowStart: Date
   start: Date
   end: Date
@@ -69,7 +69,7 @@ export interface UsageResult {
 }
 
 /** Events a meter-less query reads at most; beyond it, create a meter (its rows are pre-aggregated). */
-export const AD_HOC_LIMIT = 1_000_000
+const AD_HOC_LIMIT = 1_000_000
 
 function checkRange(q: UsageQuery): void {
   if (Number.isNaN(q.start.getTime())) throw validationError('start_time', 'must be a date-time')
