@@ -5,7 +5,7 @@ import { flatFeeAmount } from './flat-fee.ts'
 import { packageAmount, validateTransform, type TransformQuantity } from './package.ts'
 import { tieredAmount, type Tier, type TierLine, type TierMode } from './tiered.ts'
 
-export type {  TierLine, TierMode,  }
+export type { TierLine, TierMode }
 
 export type PriceInput = {
   billing_model: 'FLAT_FEE' | 'PACKAGE' | 'TIERED'

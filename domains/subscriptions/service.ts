@@ -34,7 +34,7 @@ import { announce, auditOf, referenced, transaction } from '../records/service.t
 import { lineItemFields, type LineOwner } from './line-items.ts'
 import * as store from './store.ts'
 
-export type { SubscriptionRow, LineItemRow,  } from './store.ts'
+export type { SubscriptionRow, LineItemRow } from './store.ts'
 export const FILTERS = store.FILTERS
 export const LINE_ITEM_FILTERS = store.LINE_ITEM_FILTERS
 

@@ -4,7 +4,11 @@ import { recordRoutes } from '../record-routes.ts'
 import { currencySchema, dateTime, decimalString, idList, metadataSchema, nonNegativeDecimal, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { renderPdf } from '../../domains/invoicing/invoices/pdf.ts'
+import * as finalize from '../../domains/invoicing/invoices/finalize.ts'
+import * as payments from '../../domains/invoicing/invoices/payments.ts'
+import * as read from '../../domains/invoicing/invoices/read.ts'
 import * as service from '../../domains/invoicing/invoices/service.ts'
+import * as subscriptionInvoices from '../../domains/invoicing/invoices/subscription-invoices.ts'
 import { expandUsage } from '../../domains/invoicing/invoices/usage.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
@@ -120,7 +124,7 @@ export const invoiceRoutes: Route[] = [
     summary: "A subscription's upcoming invoice, computed as the billing run will compute it; nothing is written",
     permission: 'read',
     body: { type: 'object', required: ['subscription_id'], additionalProperties: false, properties: { subscription_id: id } },
-    handler: async ({ deps, actor, body }) => toWire(await service.previewInvoice(deps, actor, body)),
+    handler: async ({ deps, actor, body }) => toWire(await subscriptionInvoices.previewInvoice(deps, actor, body)),
   }),
   defineRoute<Record<string, never>, { expand?: string[] }>({
     method: 'GET',
@@ -129,17 +133,17 @@ export const invoiceRoutes: Route[] = [
     summary: 'Get an invoice with its customer, subscription and line items; expand=usage_analytics,usage_breakdown adds usage to usage lines',
     permission: 'read',
     query: expandQuery,
-    handler: async ({ deps, actor, params, query }) => toWire(await expandUsage(deps, actor, await service.getInvoice(deps, actor, params.id), query.expand ?? [])),
+    handler: async ({ deps, actor, params, query }) => toWire(await expandUsage(deps, actor, await read.getInvoice(deps, actor, params.id), query.expand ?? [])),
   }),
   ...recordRoutes({
     path: '/v1/invoices',
     tag: 'Invoices',
     noun: 'invoice',
     sortable: ['created_at', 'updated_at', 'period_start', 'due_date', 'finalized_at'],
-    filters: service.FILTERS,
+    filters: read.FILTERS,
     createBody,
     updateBody,
-    service: { create: service.createInvoice, list: service.listInvoices, update: service.updateInvoice },
+    service: { create: service.createInvoice, list: read.listInvoices, update: service.updateInvoice },
   }),
   defineRoute({
     method: 'POST',
@@ -147,7 +151,7 @@ export const invoiceRoutes: Route[] = [
     tag: 'Invoices',
     summary: 'Finalize a draft: the next number of the sequence, line items locked (a zero invoice needing no payment is SKIPPED)',
     permission: 'write',
-    handler: ({ deps, actor, params }) => service.finalizeInvoice(deps, actor, params.id),
+    handler: ({ deps, actor, params }) => finalize.finalizeInvoice(deps, actor, params.id),
   }),
   defineRoute({
     method: 'POST',
@@ -165,7 +169,7 @@ export const invoiceRoutes: Route[] = [
     permission: 'write',
     handler: async ({ deps, actor, params }) => toWire(await service.recalculateInvoice(deps, actor, params.id)),
   }),
-  defineRoute<service.PaymentInput>({
+  defineRoute<payments.PaymentInput>({
     method: 'PUT',
     path: '/v1/invoices/{id}/payment',
     tag: 'Invoices',
@@ -177,7 +181,7 @@ export const invoiceRoutes: Route[] = [
       additionalProperties: false,
       properties: { payment_status: { type: 'string', enum: PAYMENT_STATUSES }, amount: nonNegativeDecimal },
     },
-    handler: async ({ deps, actor, params, body }) => toWire(await service.updatePayment(deps, actor, params.id, body)),
+    handler: async ({ deps, actor, params, body }) => toWire(await payments.updatePayment(deps, actor, params.id, body)),
   }),
   defineRoute({
     method: 'GET',
@@ -186,7 +190,7 @@ export const invoiceRoutes: Route[] = [
     summary: 'The invoice as a PDF document',
     permission: 'read',
     handler: async ({ deps, actor, params, ctx }) => {
-      const invoice = await service.getInvoice(deps, actor, params.id)
+      const invoice = await read.getInvoice(deps, actor, params.id)
       ctx.status = 200
       ctx.type = 'application/pdf'
       ctx.set('Content-Disposition', `inline; filename="${invoice.invoice_number ?? invoice.id}.pdf"`)

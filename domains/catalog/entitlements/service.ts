@@ -11,7 +11,7 @@ import { entityOf, requireOffering, type EntityInput, type EntityRef } from '../
 import { announce, auditOf, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
 import * as store from './store.ts'
 
-export type {  EntityType } from './store.ts'
+export type { EntityType } from './store.ts'
 export const FILTERS = store.FILTERS
 
 export interface EntitlementView extends store.EntitlementRow {

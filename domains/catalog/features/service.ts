@@ -12,7 +12,7 @@ import { referenced } from '../../records/service.ts'
 import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 
-export type { FeatureRow,  } from './store.ts'
+export type { FeatureRow } from './store.ts'
 export const FILTERS = store.FILTERS
 export const FEATURES = store.FEATURES
 

@@ -3,7 +3,7 @@
 // printed with the currency's minor digits, exactly as stored (the PDF computes nothing).
 import PDFDocument from 'pdfkit'
 import { formatMoney, type Decimal } from '../../../core/money.ts'
-import type { InvoiceView } from './service.ts'
+import type { InvoiceView } from './read.ts'
 
 const day = (d: Date | null | undefined): string => (d ? d.toISOString().slice(0, 10) : '—')
 

@@ -17,7 +17,9 @@ import { subscriptionsAfter, type SubscriptionRow } from '../../subscriptions/se
 import { assemble } from './assemble.ts'
 import { billedThroughParent, cycleOf, loadContexts, pointSpec, subscriptionHeader, thresholdPoint, usageRequests, type BillingContext } from './billing.ts'
 import { prefetchUsage, type UsageReader } from './usage-batch.ts'
-import { announceInvoice, createSubscriptionInvoices, finalizeDraft, lockInvoice } from './service.ts'
+import { createSubscriptionInvoices } from './subscription-invoices.ts'
+import { finalizeDraft } from './finalize.ts'
+import { announceInvoice, lockInvoice } from './read.ts'
 import { type PointInvoice } from './billing.ts'
 import * as store from './store.ts'
 

@@ -1,94 +1,26 @@
-// Invoices: one-off creation (rule 11 idempotency), reads with their customer, subscription, lines,
-// coupon applications and taxes, draft edits, finalization with a gap-free number, voiding, payments
-// (core/billing/payments.ts) and recalculation. Every amount comes from core/billing through assemble.ts.
-// Every change writes invoice.update* to the outbox in its transaction.
+// Invoices: one-off creation (rule 11 idempotency), draft edits, voiding, recalculation and the CREDIT
+// invoices of wallet purchases. Reads are read.ts's, finalization finalize.ts's, payments payments.ts's,
+// billing points' invoices subscription-invoices.ts's. Every amount comes from core/billing through
+// assemble.ts; every change writes invoice.update* to the outbox in its transaction.
 import { moneyAmount } from '../../../core/billing/amounts.ts'
 import type { CouponUse } from '../../../core/billing/coupons.ts'
-import { formatNumber, numberScope } from '../../../core/billing/numbering.ts'
-import { applyPayment, assertTransition, setPaymentStatus, type PaymentState, type PaymentStatus } from '../../../core/billing/payments.ts'
-import { AppError, invalidOperation, notFound, validationError } from '../../../core/errors.ts'
+import { AppError, invalidOperation, validationError } from '../../../core/errors.ts'
 import { D, formatMoney, type Decimal } from '../../../core/money.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { filterConditions, insertRecord, listRecords, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { insertRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { engineCoupon, redeem } from '../coupons/service.ts'
-import { customerViews, requireCustomer, type CustomerView } from '../../customers/service.ts'
-import { type ListRequest, type Page, page } from '../../../core/list.ts'
+import { requireCustomer } from '../../customers/service.ts'
 import { auditOf, referenced, transaction } from '../../records/service.ts'
-import { toWire } from '../../records/wire.ts'
-import { recordEvents } from '../../../infra/outbox.ts'
-import { newId } from '../../../core/ids.ts'
-import { requireSubscription, subscriptionInvoicePaid, type SubscriptionRow } from '../../subscriptions/service.ts'
+import { requireSubscription } from '../../subscriptions/service.ts'
 import { automaticRates, ratesForCodes, ratesForIds, resolved, type ResolvedRate } from '../taxes/service.ts'
-import { amountsOf, assemble, computedRows, inputsOf, specOf, writeComputed, type Assembled, type InvoiceSpec, type LineSpec } from './assemble.ts'
-import { billedThroughParent, cycleOf, loadContext, pointBySequence, pointSpec, subscriptionHeader, thresholdPoint, type PointInvoice } from './billing.ts'
-import { nextPoint } from '../../../core/billing/cycle.ts'
-import { prepaidCredits, purchasePaid, returnPrepaidCredits, takePrepaidCredits } from './prepaid.ts'
+import { amountsOf, assemble, inputsOf, specOf, writeComputed, type Assembled, type LineSpec } from './assemble.ts'
+import { returnPrepaidCredits } from './prepaid.ts'
 import * as store from './store.ts'
-
-export type { InvoiceRow,  } from './store.ts'
-export const FILTERS = store.FILTERS
-
-export interface InvoiceView extends store.InvoiceRow {
-  customer: CustomerView | null
-  subscription: SubscriptionRow | null
-  line_items: (store.LineItemRow & { usage_analytics?: unknown[]; usage_breakdown?: unknown[] })[]
-  coupon_applications: store.CouponApplicationRow[]
-  taxes: store.TaxAppliedRow[]
-}
-
-// ---- reading ------------------------------------------------------------------------------------------
-
-async function views(db: Db, scope: Scope, rows: store.InvoiceRow[]): Promise<InvoiceView[]> {
-  const ids = rows.map((r) => r.id)
-  const [customers, children, subs] = await Promise.all([
-    customerViews(db, scope, rows.map((r) => r.customer_id)),
-    store.childrenOf(db, scope, ids),
-    Promise.all([...new Set(rows.flatMap((r) => (r.subscription_id ? [r.subscription_id] : [])))].map((id) => requireSubscription(db, scope, id))),
-  ])
-  return rows.map((row) => ({
-    ...row,
-    invoice_pdf_url: row.invoice_pdf_url ?? `/v1/invoices/${row.id}/pdf`,
-    customer: customers.find((c) => c.id === row.customer_id) ?? null,
-    subscription: subs.find((s) => s.id === row.subscription_id) ?? null,
-    line_items: children.lines.filter((l) => l.invoice_id === row.id),
-    coupon_applications: children.applications.filter((a) => a.invoice_id === row.id),
-    taxes: children.taxes.filter((t) => t.entity_id === row.id),
-  }))
-}
-
-export const viewOf = async (db: Db, scope: Scope, row: store.InvoiceRow): Promise<InvoiceView> => (await views(db, scope, [row]))[0]
-
-export const requireInvoice = (db: Db, scope: Scope, id: string): Promise<store.InvoiceRow> => requireRecord<store.InvoiceRow>(db, store.INVOICES, scope, id)
-
-export async function getInvoice(deps: Deps, actor: Actor, id: string): Promise<InvoiceView> {
-  return viewOf(deps.sql, actor, await requireInvoice(deps.sql, actor, id))
-}
-
-export async function listInvoices(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<InvoiceView>> {
-  const { rows, total } = await listRecords<store.InvoiceRow>(deps.sql, store.INVOICES, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
-  return page(await views(deps.sql, actor, rows), total, params)
-}
-
-/** Locks an invoice of the scope for the transaction; another scope's invoice is not_found. */
-export async function lockInvoice(tx: Tx, scope: Scope, id: string): Promise<store.InvoiceRow> {
-  const row = await store.lockInvoice(tx, scope, id)
-  if (!row || row.status === 'deleted') throw notFound('invoice', id)
-  return row
-}
-
-/** What invoice events carry: the invoice with its lines, coupon applications and taxes (customer and subscription by id). */
-type InvoiceEvent = store.InvoiceRow & Pick<InvoiceView, 'line_items' | 'coupon_applications' | 'taxes'>
-
-const invoiceEvent = (eventType: string, invoice: InvoiceEvent) => ({ eventType, entityType: 'invoice', entityId: invoice.id, payload: { invoice: toWire(invoice) } })
-
-export async function announceInvoice(tx: Tx, scope: Scope, eventType: string, row: store.InvoiceRow): Promise<InvoiceView> {
-  const view = await viewOf(tx, scope, row)
-  const { customer: _c, subscription: _s, ...event } = view
-  await recordEvents(tx, scope, [invoiceEvent(eventType, event)])
-  return view
-}
+import { announceInvoice, lockInvoice, requireInvoice, viewOf, type InvoiceView } from './read.ts'
+import { PAID } from './payments.ts'
+import { finalizeLocked, freshSpec } from './finalize.ts'
 
 // ---- creating -----------------------------------------------------------------------------------------
 
@@ -358,102 +290,7 @@ export async function updateInvoice(deps: Deps, actor: Actor, id: string, input:
   })
 }
 
-// ---- finalizing ---------------------------------------------------------------------------------------
-
-/**
- * What a draft is computed from at finalization: a subscription draft is computed again (late usage
- * inside the grace period counts); a one-off draft keeps its lines.
- */
-async function freshSpec(deps: Deps, scope: Scope, invoice: store.InvoiceRow): Promise<InvoiceSpec | undefined> {
-  if (!invoice.subscription_id || invoice.invoice_type !== 'SUBSCRIPTION' || !['SUBSCRIPTION_CREATE', 'SUBSCRIPTION_CYCLE', 'SUBSCRIPTION_TRIAL_START', 'SUBSCRIPTION_TRIAL_END', 'PRORATION', 'AUTO_INVOICE_THRESHOLD'].includes(invoice.billing_reason)) return undefined
-  const sub = await requireSubscription(deps.sql, scope, invoice.subscription_id)
-  const ctx = await loadContext(deps, scope, sub)
-  if (invoice.billing_reason === 'AUTO_INVOICE_THRESHOLD') {
-    const full = pointBySequence(sub, 1).period
-    const point = thresholdPoint(invoice.period_start!, invoice.period_end!, full)
-    return pointSpec(deps, scope, ctx, point, { usageFrom: invoice.period_start!, usageOnly: true, exceptInvoiceId: invoice.id })
-  }
-  return pointSpec(deps, scope, ctx, pointBySequence(sub, invoice.billing_sequence!), { exceptInvoiceId: invoice.id })
-}
-
-const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_reason === 'SUBSCRIPTION_TRIAL_START'
-
-/**
- * Finalizes a locked draft: computed again when `spec` is given, prepaid credits applied, then a
- * zero invoice that asks for no payment is SKIPPED (no number); any other takes the next number of the
- * sequence in this transaction and is FINALIZED. A trial's zero invoice (rule 6) is paid at once when
- * invoices are sent, or carries a checkout address when the card is charged.
- */
-async function finalizeLocked(deps: Deps, tx: Tx, scope: Scope, audit: Audit, invoice: store.InvoiceRow, spec?: InvoiceSpec): Promise<store.InvoiceRow> {
-  if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
-  const changes: Record<string, unknown> = {}
-  const prepaid = await prepaidCredits(deps, tx, scope, invoice)
-  if (spec || prepaid) {
-    const base = spec ?? specOf(invoice, (await store.childrenOf(tx, scope, [invoice.id])).lines)
-    const assembled = assemble({ ...base, prepaid })
-    if (assembled.computed.total_prepaid_credits_applied.gt(0)) await takePrepaidCredits(deps, tx, scope, invoice, assembled.computed.total_prepaid_credits_applied)
-    await store.deleteComputed(tx, scope, invoice.id)
-    await writeComputed(tx, scope, audit, invoice, assembled)
-    Object.assign(changes, amountsOf(assembled.computed, invoice.amount_paid), inputsOf(assembled.spec), { last_computed_at: audit.at })
-  }
-  const amounts = { total: (changes.total as Decimal | undefined) ?? invoice.total, amount_due: (changes.amount_due as Decimal | undefined) ?? invoice.amount_due }
-  const needsNumber = !skipped({ ...invoice, ...amounts }) && !invoice.invoice_number
-  const number = needsNumber ? await nextDocumentNumber(tx, scope, deps.config.invoicing.invoiceNumberTemplate, audit.at) : invoice.invoice_number
-  const sub = isTrialStart(invoice) && invoice.subscription_id ? await requireSubscription(tx, scope, invoice.subscription_id) : null
-  const columns = finalColumns({ ...invoice, ...amounts }, number, sub?.collection_method ?? null, audit.at)
-  return updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, invoice.id, { ...changes, ...columns }, { audit })
-}
-
-type Finalizing = Pick<store.InvoiceRow, 'id' | 'billing_reason' | 'metadata' | 'amount_paid' | 'total' | 'amount_due'>
-
-/** A zero invoice that asks for no payment is SKIPPED; a trial's zero invoice is still issued (rule 6). */
-const skipped = (i: Pick<Finalizing, 'total' | 'billing_reason'>): boolean => i.total.isZero() && i.billing_reason !== 'SUBSCRIPTION_TRIAL_START'
-
-/**
- * The columns that finalize an invoice: SKIPPED without a number, or FINALIZED with `number`; nothing
- * left to pay (a zero trial invoice sent to the customer, prepaid in full) is paid at once, while a
- * trial charged automatically carries a checkout address for the card capture instead.
- */
-function finalColumns(i: Finalizing, number: string | null, collection: string | null, at: Date): Record<string, unknown> {
-  if (skipped(i)) return { invoice_status: 'SKIPPED' }
-  const checkout = i.billing_reason === 'SUBSCRIPTION_TRIAL_START' && collection === 'charge_automatically'
-  const paid = i.amount_due.lte(i.amount_paid)
-  return {
-    invoice_status: 'FINALIZED',
-    invoice_number: number,
-    finalized_at: at,
-    ...(paid && !checkout ? { payment_status: 'SUCCEEDED', paid_at: at } : i.amount_paid.gt(0) ? { payment_status: 'PENDING' } : {}),
-    ...(checkout && { metadata: { ...i.metadata, checkout_url: `urn:meterbill:checkout:${i.id}`, checkout_status: 'awaiting_payment_method' } }),
-  }
-}
-
-/** The next number of a template's gap-free sequence, taken in the caller's transaction (a rollback gives it back). */
-export async function nextDocumentNumber(tx: Tx, scope: Scope, template: string, at: Date): Promise<string> {
-  return formatNumber(template, await store.nextNumbers(tx, scope, numberScope(template, at)), at)
-}
-
-/** Finalizes one draft: reads (usage) first, then locks and writes in one transaction. */
-export async function finalizeDraft(deps: Deps, scope: Scope, audit: Audit, id: string): Promise<store.InvoiceRow> {
-  const before = await requireInvoice(deps.sql, scope, id)
-  if (before.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${id} is ${before.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: before.invoice_status })
-  const spec = await freshSpec(deps, scope, before)
-  return transaction(deps, async (tx) => {
-    const invoice = await lockInvoice(tx, scope, id)
-    if (invoice.invoice_status === 'DRAFT' && invoice.version !== before.version) throw new AppError('version_conflict', `invoice ${id} changed while it was being finalized; retry`, { id })
-    const row = await finalizeLocked(deps, tx, scope, audit, invoice, spec)
-    await announceInvoice(tx, scope, row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', row)
-    return row
-  })
-}
-
-export async function finalizeInvoice(deps: Deps, actor: Actor, id: string): Promise<{ message: string }> {
-  const row = await finalizeDraft(deps, actor, auditOf(deps, actor), id)
-  return { message: row.invoice_status === 'SKIPPED' ? `invoice ${id} is zero and needs no payment: SKIPPED` : `invoice ${id} finalized as ${row.invoice_number}` }
-}
-
 // ---- voiding ------------------------------------------------------------------------------------------
-
-const PAID: PaymentStatus[] = ['SUCCEEDED', 'OVERPAID', 'PARTIALLY_REFUNDED', 'REFUNDED']
 
 /** A draft or an unpaid finalized invoice is voided; paid money goes back through a credit note, not a void. */
 export async function voidInvoice(deps: Deps, actor: Actor, id: string): Promise<InvoiceView> {
@@ -468,87 +305,6 @@ export async function voidInvoice(deps: Deps, actor: Actor, id: string): Promise
     const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, actor, id, { invoice_status: 'VOIDED', voided_at: audit.at }, { audit })
     return announceInvoice(tx, actor, 'invoice.update.voided', row)
   })
-}
-
-// ---- payments -----------------------------------------------------------------------------------------
-
-export interface PaymentInput {
-  payment_status: PaymentStatus
-  amount?: string
-}
-
-export const paymentState = (i: store.InvoiceRow): PaymentState => ({
-  currency: i.currency,
-  invoice_status: i.invoice_status,
-  payment_status: i.payment_status,
-  total: i.total,
-  amount_due: i.amount_due,
-  amount_paid: i.amount_paid,
-  amount_remaining: i.amount_remaining,
-  overpaid_amount: i.overpaid_amount,
-  refunded_amount: i.refunded_amount,
-  adjustment_amount: i.adjustment_amount,
-  paid_at: i.paid_at,
-})
-
-const paymentColumns = (s: PaymentState) => ({
-  payment_status: s.payment_status,
-  amount_due: s.amount_due,
-  amount_paid: s.amount_paid,
-  amount_remaining: s.amount_remaining,
-  overpaid_amount: s.overpaid_amount,
-  refunded_amount: s.refunded_amount,
-  adjustment_amount: s.adjustment_amount,
-  paid_at: s.paid_at,
-})
-
-/**
- * Records a payment (amount given; SUCCEEDED without an amount pays what remains) or a provider's
- * state without money (PENDING, PROCESSING, FAILED). The amounts decide the status: asking for one
- * the amount does not give is refused. Refunds are credit notes.
- */
-export async function updatePayment(deps: Deps, actor: Actor, id: string, input: PaymentInput): Promise<InvoiceView> {
-  const audit = auditOf(deps, actor)
-  return transaction(deps, (tx) => recordPayment(deps, tx, actor, audit, id, input))
-}
-
-/** updatePayment in the caller's transaction: also how a payment provider's notification pays (api/integrations). */
-export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Audit, id: string, input: PaymentInput): Promise<InvoiceView> {
-  const invoice = await lockInvoice(tx, scope, id)
-  const state = paymentState(invoice)
-  if (input.payment_status === 'REFUNDED' || input.payment_status === 'PARTIALLY_REFUNDED') throw invalidOperation('refunds are made with a credit note (POST /v1/creditnotes)', { payment_status: input.payment_status })
-  let next: PaymentState
-  if (input.amount !== undefined) {
-    next = applyPayment(state, moneyAmount(input.amount, invoice.currency, 'amount'), audit.at)
-    if (next.payment_status !== input.payment_status) throw validationError('payment_status', `a payment of ${formatMoney(new D(input.amount), invoice.currency)} makes the invoice ${next.payment_status}, not ${input.payment_status}`)
-  } else if (input.payment_status === 'SUCCEEDED') {
-    if (state.amount_remaining.isZero()) {
-      if (invoice.invoice_status !== 'FINALIZED') throw invalidOperation(`a ${invoice.invoice_status} invoice takes no payments`)
-      assertTransition(state.payment_status, 'SUCCEEDED')
-      next = { ...state, payment_status: 'SUCCEEDED', paid_at: state.paid_at ?? audit.at }
-    } else next = applyPayment(state, state.amount_remaining, audit.at)
-  } else if (input.payment_status === 'OVERPAID') {
-    throw validationError('amount', 'is required to record an overpayment')
-  } else next = setPaymentStatus(state, input.payment_status)
-  const view = await setPaymentState(tx, scope, audit, id, next)
-  await purchasePaid(deps, tx, scope, view)
-  if (view.subscription_id && PAID.includes(view.payment_status)) await subscriptionInvoicePaid(tx, scope, audit, view.subscription_id)
-  return view
-}
-
-export const invoiceLines = async (db: Db, scope: Scope, id: string): Promise<store.LineItemRow[]> => (await store.childrenOf(db, scope, [id])).lines
-
-/** Moves a locked invoice to a new payment state (a payment, a credit note) and announces it. */
-export async function setPaymentState(tx: Tx, scope: Scope, audit: Audit, id: string, state: PaymentState): Promise<InvoiceView> {
-  const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, paymentColumns(state), { audit })
-  return announceInvoice(tx, scope, 'invoice.update.payment', row)
-}
-
-/** Adds keys to an invoice's metadata under its lock (a payment provider's invoice id and checkout address, api/integrations). */
-export async function mergeInvoiceMetadata(tx: Tx, scope: Scope, audit: Audit, id: string, patch: Record<string, string>): Promise<InvoiceView> {
-  const invoice = await lockInvoice(tx, scope, id)
-  const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, { metadata: { ...invoice.metadata, ...patch } }, { audit })
-  return announceInvoice(tx, scope, 'invoice.update', row)
 }
 
 // ---- recalculating ------------------------------------------------------------------------------------
@@ -581,103 +337,6 @@ export async function recalculateInvoice(deps: Deps, actor: Actor, id: string): 
     await announceInvoice(tx, actor, 'invoice.update', replacement)
     return viewOf(tx, actor, replacement)
   })
-}
-
-// ---- subscription invoices ----------------------------------------------------------------------------
-
-/**
- * Stores subscription invoices computed for billing points, in one transaction: drafts, or finalized at
- * once when their grace period is over (numbers taken together from the sequence, in the given order).
- * Points already invoiced are left out, and the unique key (subscription, period start, billing reason)
- * refuses any that slips in between, so reruns and concurrent runs never bill a period twice.
- */
-export async function createSubscriptionInvoices(deps: Deps, scope: Scope, items: PointInvoice[]): Promise<store.InvoiceRow[]> {
-  if (items.length === 0) return []
-  return transaction(deps, (tx) => storeSubscriptionInvoices(deps, tx, scope, items))
-}
-
-/** createSubscriptionInvoices in the caller's transaction (a modification's update invoice). */
-export async function storeSubscriptionInvoices(deps: Deps, tx: Tx, scope: Scope, items: PointInvoice[]): Promise<store.InvoiceRow[]> {
-  const audit: Audit = { by: 'system', at: deps.clock.now() }
-  const template = deps.config.invoicing.invoiceNumberTemplate
-  const billed = await store.billedKeys(tx, scope, [...new Set(items.map((i) => i.subscription.id))])
-  const todo = items.filter((i) => !billed.has(store.billedKey(i.subscription.id, i.header.period_start, i.header.billing_reason)))
-  const rows = todo.map((i) => ({
-    id: newId(store.INVOICES.prefix),
-    invoice_status: 'DRAFT',
-    payment_status: 'PENDING',
-    ...i.header,
-    ...amountsOf(i.assembled.computed),
-    ...inputsOf(i.assembled.spec),
-    amount_paid: new D(0),
-    last_computed_at: audit.at,
-    metadata: {},
-  }))
-  // Finalized at once unless prepaid credits apply: those go through finalizeLocked, one by one.
-  const prepaid = await Promise.all(rows.map((r) => (r.finalize_after <= audit.at ? prepaidCredits(deps, tx, scope, r as never) : undefined)))
-  const now = rows.filter((r, k) => r.finalize_after <= audit.at && !prepaid[k])
-  const numbered = now.filter((r) => !skipped(r))
-  const first = numbered.length > 0 ? await store.nextNumbers(tx, scope, numberScope(template, audit.at), numbered.length) : 0
-  for (const r of now) {
-    const k = numbered.indexOf(r)
-    Object.assign(r, finalColumns(r, k < 0 ? null : formatNumber(template, first + k, audit.at), todo[rows.indexOf(r)].subscription.collection_method, audit.at))
-  }
-  let inserted = await store.insertMany<store.InvoiceRow>(tx, store.INVOICES, scope, audit, rows)
-  const computed = inserted.map((row, k) => computedRows(row, todo[k].assembled, audit.at))
-  const lines = computed.map((c) => c.lines.map((l) => ({ id: newId(store.LINE_ITEMS.prefix), ...l })))
-  const lineRows = await store.insertMany<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, lines.flat())
-  const applications = computed.flatMap((c, k) => c.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[k][line_position].id })))
-  const appRows = await store.insertMany<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
-  const taxRows = await store.insertMany<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
-  inserted = await Promise.all(inserted.map((row, k) => (prepaid[k] ? finalizeLocked(deps, tx, scope, audit, row) : row)))
-  await recordEvents(
-    tx,
-    scope,
-    inserted.map((row) =>
-      invoiceEvent(row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', {
-        ...row,
-        line_items: lineRows.filter((l) => l.invoice_id === row.id),
-        coupon_applications: appRows.filter((a) => a.invoice_id === row.id),
-        taxes: taxRows.filter((t) => t.entity_id === row.id),
-      }),
-    ),
-  )
-  return inserted
-}
-
-// ---- preview ------------------------------------------------------------------------------------------
-
-/**
- * The upcoming invoice of a subscription: the next billing point computed as the billing run will
- * compute it (usage so far), written nowhere. A parent's shows its grouped children's lines (rule 8).
- */
-export async function previewInvoice(deps: Deps, actor: Actor, input: { subscription_id: string }) {
-  const now = deps.clock.now()
-  const sub = await referenced('subscription_id', requireSubscription(deps.sql, actor, input.subscription_id))
-  if (billedThroughParent(sub)) throw invalidOperation(`subscription ${sub.id} is billed through its parent ${sub.parent_subscription_id}: preview the parent`, { parent_subscription_id: sub.parent_subscription_id })
-  const point = nextPoint(cycleOf(sub), now)
-  if (!point) throw invalidOperation(`subscription ${sub.id} has nothing left to bill`)
-  const spec = await pointSpec(deps, actor, await loadContext(deps, actor, sub), point, { usageEnd: now })
-  return previewOf(deps.sql, actor, { header: subscriptionHeader(sub, point, deps.config.invoicing.graceMs), assembled: assemble(spec), subscription: sub }, now)
-}
-
-/** A subscription invoice as it would be stored, with its customer and subscription, written nowhere. */
-export async function previewOf(db: Db, scope: Scope, { header, assembled, subscription: sub }: PointInvoice, now: Date) {
-  const rows = computedRows({ id: 'preview', currency: sub.currency, subscription_id: sub.id }, assembled, now)
-  const [customer] = await customerViews(db, scope, [header.customer_id])
-  return {
-    ...header,
-    invoice_status: 'DRAFT',
-    payment_status: 'PENDING',
-    ...amountsOf(assembled.computed),
-    amount_paid: new D(0),
-    customer,
-    subscription: sub,
-    line_items: rows.lines,
-    coupon_applications: rows.applications,
-    taxes: rows.taxes,
-    preview: true,
-  }
 }
 
 // ---- wallet credit purchases ----------------------------------------------------------------------------

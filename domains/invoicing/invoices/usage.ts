@@ -7,7 +7,7 @@ import type { Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import { customerViews } from '../../customers/service.ts'
 import { meterUsage } from '../../usage/queries/service.ts'
-import type { InvoiceView } from './service.ts'
+import type { InvoiceView } from './read.ts'
 
 const share = (part: Decimal, whole: Decimal): Decimal => (whole.isZero() ? new D(0) : part.times(100).div(whole).toDecimalPlaces(2))
 

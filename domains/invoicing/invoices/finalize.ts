@@ -1,0 +1,107 @@
+// Finalizing a draft: computed again (a subscription draft counts late usage), prepaid credits applied,
+// then a zero invoice that asks for no payment is SKIPPED and any other takes the next gap-free number.
+import { formatNumber, numberScope } from '../../../core/billing/numbering.ts'
+import { AppError, invalidOperation } from '../../../core/errors.ts'
+import { type Decimal } from '../../../core/money.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Tx } from '../../../infra/postgres.ts'
+import { updateRecord, type Audit } from '../../../infra/records.ts'
+import { auditOf, transaction } from '../../records/service.ts'
+import { requireSubscription } from '../../subscriptions/service.ts'
+import { amountsOf, assemble, inputsOf, specOf, writeComputed, type InvoiceSpec } from './assemble.ts'
+import { loadContext, pointBySequence, pointSpec, thresholdPoint } from './billing.ts'
+import { prepaidCredits, takePrepaidCredits } from './prepaid.ts'
+import * as store from './store.ts'
+import { announceInvoice, lockInvoice, requireInvoice } from './read.ts'
+
+/**
+ * What a draft is computed from at finalization: a subscription draft is computed again (late usage
+ * inside the grace period counts); a one-off draft keeps its lines.
+ */
+export async function freshSpec(deps: Deps, scope: Scope, invoice: store.InvoiceRow): Promise<InvoiceSpec | undefined> {
+  if (!invoice.subscription_id || invoice.invoice_type !== 'SUBSCRIPTION' || !['SUBSCRIPTION_CREATE', 'SUBSCRIPTION_CYCLE', 'SUBSCRIPTION_TRIAL_START', 'SUBSCRIPTION_TRIAL_END', 'PRORATION', 'AUTO_INVOICE_THRESHOLD'].includes(invoice.billing_reason)) return undefined
+  const sub = await requireSubscription(deps.sql, scope, invoice.subscription_id)
+  const ctx = await loadContext(deps, scope, sub)
+  if (invoice.billing_reason === 'AUTO_INVOICE_THRESHOLD') {
+    const full = pointBySequence(sub, 1).period
+    const point = thresholdPoint(invoice.period_start!, invoice.period_end!, full)
+    return pointSpec(deps, scope, ctx, point, { usageFrom: invoice.period_start!, usageOnly: true, exceptInvoiceId: invoice.id })
+  }
+  return pointSpec(deps, scope, ctx, pointBySequence(sub, invoice.billing_sequence!), { exceptInvoiceId: invoice.id })
+}
+
+const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_reason === 'SUBSCRIPTION_TRIAL_START'
+
+/**
+ * Finalizes a locked draft: computed again when `spec` is given, prepaid credits applied, then a
+ * zero invoice that asks for no payment is SKIPPED (no number); any other takes the next number of the
+ * sequence in this transaction and is FINALIZED. A trial's zero invoice (rule 6) is paid at once when
+ * invoices are sent, or carries a checkout address when the card is charged.
+ */
+export async function finalizeLocked(deps: Deps, tx: Tx, scope: Scope, audit: Audit, invoice: store.InvoiceRow, spec?: InvoiceSpec): Promise<store.InvoiceRow> {
+  if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
+  const changes: Record<string, unknown> = {}
+  const prepaid = await prepaidCredits(deps, tx, scope, invoice)
+  if (spec || prepaid) {
+    const base = spec ?? specOf(invoice, (await store.childrenOf(tx, scope, [invoice.id])).lines)
+    const assembled = assemble({ ...base, prepaid })
+    if (assembled.computed.total_prepaid_credits_applied.gt(0)) await takePrepaidCredits(deps, tx, scope, invoice, assembled.computed.total_prepaid_credits_applied)
+    await store.deleteComputed(tx, scope, invoice.id)
+    await writeComputed(tx, scope, audit, invoice, assembled)
+    Object.assign(changes, amountsOf(assembled.computed, invoice.amount_paid), inputsOf(assembled.spec), { last_computed_at: audit.at })
+  }
+  const amounts = { total: (changes.total as Decimal | undefined) ?? invoice.total, amount_due: (changes.amount_due as Decimal | undefined) ?? invoice.amount_due }
+  const needsNumber = !skipped({ ...invoice, ...amounts }) && !invoice.invoice_number
+  const number = needsNumber ? await nextDocumentNumber(tx, scope, deps.config.invoicing.invoiceNumberTemplate, audit.at) : invoice.invoice_number
+  const sub = isTrialStart(invoice) && invoice.subscription_id ? await requireSubscription(tx, scope, invoice.subscription_id) : null
+  const columns = finalColumns({ ...invoice, ...amounts }, number, sub?.collection_method ?? null, audit.at)
+  return updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, invoice.id, { ...changes, ...columns }, { audit })
+}
+
+type Finalizing = Pick<store.InvoiceRow, 'id' | 'billing_reason' | 'metadata' | 'amount_paid' | 'total' | 'amount_due'>
+
+/** A zero invoice that asks for no payment is SKIPPED; a trial's zero invoice is still issued (rule 6). */
+export const skipped = (i: Pick<Finalizing, 'total' | 'billing_reason'>): boolean => i.total.isZero() && i.billing_reason !== 'SUBSCRIPTION_TRIAL_START'
+
+/**
+ * The columns that finalize an invoice: SKIPPED without a number, or FINALIZED with `number`; nothing
+ * left to pay (a zero trial invoice sent to the customer, prepaid in full) is paid at once, while a
+ * trial charged automatically carries a checkout address for the card capture instead.
+ */
+export function finalColumns(i: Finalizing, number: string | null, collection: string | null, at: Date): Record<string, unknown> {
+  if (skipped(i)) return { invoice_status: 'SKIPPED' }
+  const checkout = i.billing_reason === 'SUBSCRIPTION_TRIAL_START' && collection === 'charge_automatically'
+  const paid = i.amount_due.lte(i.amount_paid)
+  return {
+    invoice_status: 'FINALIZED',
+    invoice_number: number,
+    finalized_at: at,
+    ...(paid && !checkout ? { payment_status: 'SUCCEEDED', paid_at: at } : i.amount_paid.gt(0) ? { payment_status: 'PENDING' } : {}),
+    ...(checkout && { metadata: { ...i.metadata, checkout_url: `urn:meterbill:checkout:${i.id}`, checkout_status: 'awaiting_payment_method' } }),
+  }
+}
+
+/** The next number of a template's gap-free sequence, taken in the caller's transaction (a rollback gives it back). */
+export async function nextDocumentNumber(tx: Tx, scope: Scope, template: string, at: Date): Promise<string> {
+  return formatNumber(template, await store.nextNumbers(tx, scope, numberScope(template, at)), at)
+}
+
+/** Finalizes one draft: reads (usage) first, then locks and writes in one transaction. */
+export async function finalizeDraft(deps: Deps, scope: Scope, audit: Audit, id: string): Promise<store.InvoiceRow> {
+  const before = await requireInvoice(deps.sql, scope, id)
+  if (before.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${id} is ${before.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: before.invoice_status })
+  const spec = await freshSpec(deps, scope, before)
+  return transaction(deps, async (tx) => {
+    const invoice = await lockInvoice(tx, scope, id)
+    if (invoice.invoice_status === 'DRAFT' && invoice.version !== before.version) throw new AppError('version_conflict', `invoice ${id} changed while it was being finalized; retry`, { id })
+    const row = await finalizeLocked(deps, tx, scope, audit, invoice, spec)
+    await announceInvoice(tx, scope, row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', row)
+    return row
+  })
+}
+
+export async function finalizeInvoice(deps: Deps, actor: Actor, id: string): Promise<{ message: string }> {
+  const row = await finalizeDraft(deps, actor, auditOf(deps, actor), id)
+  return { message: row.invoice_status === 'SKIPPED' ? `invoice ${id} is zero and needs no payment: SKIPPED` : `invoice ${id} finalized as ${row.invoice_number}` }
+}

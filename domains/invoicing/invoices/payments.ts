@@ -1,0 +1,98 @@
+// Payments on an invoice (core/billing/payments.ts decides the status from the amounts), recorded by the
+// API or by a payment provider's notification; refunds are credit notes.
+import { moneyAmount } from '../../../core/billing/amounts.ts'
+import { applyPayment, assertTransition, setPaymentStatus, type PaymentState, type PaymentStatus } from '../../../core/billing/payments.ts'
+import { invalidOperation, validationError } from '../../../core/errors.ts'
+import { D, formatMoney } from '../../../core/money.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Db, Tx } from '../../../infra/postgres.ts'
+import { updateRecord, type Audit } from '../../../infra/records.ts'
+import { auditOf, transaction } from '../../records/service.ts'
+import { subscriptionInvoicePaid } from '../../subscriptions/service.ts'
+import { purchasePaid } from './prepaid.ts'
+import * as store from './store.ts'
+import { announceInvoice, lockInvoice, type InvoiceView } from './read.ts'
+
+/** Payment states in which money was paid: such an invoice is refunded by a credit note, not voided. */
+export const PAID: PaymentStatus[] = ['SUCCEEDED', 'OVERPAID', 'PARTIALLY_REFUNDED', 'REFUNDED']
+
+
+export interface PaymentInput {
+  payment_status: PaymentStatus
+  amount?: string
+}
+
+export const paymentState = (i: store.InvoiceRow): PaymentState => ({
+  currency: i.currency,
+  invoice_status: i.invoice_status,
+  payment_status: i.payment_status,
+  total: i.total,
+  amount_due: i.amount_due,
+  amount_paid: i.amount_paid,
+  amount_remaining: i.amount_remaining,
+  overpaid_amount: i.overpaid_amount,
+  refunded_amount: i.refunded_amount,
+  adjustment_amount: i.adjustment_amount,
+  paid_at: i.paid_at,
+})
+
+const paymentColumns = (s: PaymentState) => ({
+  payment_status: s.payment_status,
+  amount_due: s.amount_due,
+  amount_paid: s.amount_paid,
+  amount_remaining: s.amount_remaining,
+  overpaid_amount: s.overpaid_amount,
+  refunded_amount: s.refunded_amount,
+  adjustment_amount: s.adjustment_amount,
+  paid_at: s.paid_at,
+})
+
+/**
+ * Records a payment (amount given; SUCCEEDED without an amount pays what remains) or a provider's
+ * state without money (PENDING, PROCESSING, FAILED). The amounts decide the status: asking for one
+ * the amount does not give is refused. Refunds are credit notes.
+ */
+export async function updatePayment(deps: Deps, actor: Actor, id: string, input: PaymentInput): Promise<InvoiceView> {
+  const audit = auditOf(deps, actor)
+  return transaction(deps, (tx) => recordPayment(deps, tx, actor, audit, id, input))
+}
+
+/** updatePayment in the caller's transaction: also how a payment provider's notification pays (api/integrations). */
+export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Audit, id: string, input: PaymentInput): Promise<InvoiceView> {
+  const invoice = await lockInvoice(tx, scope, id)
+  const state = paymentState(invoice)
+  if (input.payment_status === 'REFUNDED' || input.payment_status === 'PARTIALLY_REFUNDED') throw invalidOperation('refunds are made with a credit note (POST /v1/creditnotes)', { payment_status: input.payment_status })
+  let next: PaymentState
+  if (input.amount !== undefined) {
+    next = applyPayment(state, moneyAmount(input.amount, invoice.currency, 'amount'), audit.at)
+    if (next.payment_status !== input.payment_status) throw validationError('payment_status', `a payment of ${formatMoney(new D(input.amount), invoice.currency)} makes the invoice ${next.payment_status}, not ${input.payment_status}`)
+  } else if (input.payment_status === 'SUCCEEDED') {
+    if (state.amount_remaining.isZero()) {
+      if (invoice.invoice_status !== 'FINALIZED') throw invalidOperation(`a ${invoice.invoice_status} invoice takes no payments`)
+      assertTransition(state.payment_status, 'SUCCEEDED')
+      next = { ...state, payment_status: 'SUCCEEDED', paid_at: state.paid_at ?? audit.at }
+    } else next = applyPayment(state, state.amount_remaining, audit.at)
+  } else if (input.payment_status === 'OVERPAID') {
+    throw validationError('amount', 'is required to record an overpayment')
+  } else next = setPaymentStatus(state, input.payment_status)
+  const view = await setPaymentState(tx, scope, audit, id, next)
+  await purchasePaid(deps, tx, scope, view)
+  if (view.subscription_id && PAID.includes(view.payment_status)) await subscriptionInvoicePaid(tx, scope, audit, view.subscription_id)
+  return view
+}
+
+export const invoiceLines = async (db: Db, scope: Scope, id: string): Promise<store.LineItemRow[]> => (await store.childrenOf(db, scope, [id])).lines
+
+/** Moves a locked invoice to a new payment state (a payment, a credit note) and announces it. */
+export async function setPaymentState(tx: Tx, scope: Scope, audit: Audit, id: string, state: PaymentState): Promise<InvoiceView> {
+  const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, paymentColumns(state), { audit })
+  return announceInvoice(tx, scope, 'invoice.update.payment', row)
+}
+
+/** Adds keys to an invoice's metadata under its lock (a payment provider's invoice id and checkout address, api/integrations). */
+export async function mergeInvoiceMetadata(tx: Tx, scope: Scope, audit: Audit, id: string, patch: Record<string, string>): Promise<InvoiceView> {
+  const invoice = await lockInvoice(tx, scope, id)
+  const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, { metadata: { ...invoice.metadata, ...patch } }, { audit })
+  return announceInvoice(tx, scope, 'invoice.update', row)
+}

@@ -1,0 +1,74 @@
+// Invoices as the API shows them (with their customer, subscription, lines, coupon applications and
+// taxes), their locks, and the invoice.update* events every change writes to the outbox in its transaction.
+import { notFound } from '../../../core/errors.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Db, Tx } from '../../../infra/postgres.ts'
+import { filterConditions, listRecords, requireRecord } from '../../../infra/records.ts'
+import { customerViews, type CustomerView } from '../../customers/service.ts'
+import { type ListRequest, type Page, page } from '../../../core/list.ts'
+import { toWire } from '../../records/wire.ts'
+import { recordEvents } from '../../../infra/outbox.ts'
+import { requireSubscription, type SubscriptionRow } from '../../subscriptions/service.ts'
+import * as store from './store.ts'
+
+export type { InvoiceRow } from './store.ts'
+export const FILTERS = store.FILTERS
+
+export interface InvoiceView extends store.InvoiceRow {
+  customer: CustomerView | null
+  subscription: SubscriptionRow | null
+  line_items: (store.LineItemRow & { usage_analytics?: unknown[]; usage_breakdown?: unknown[] })[]
+  coupon_applications: store.CouponApplicationRow[]
+  taxes: store.TaxAppliedRow[]
+}
+
+async function views(db: Db, scope: Scope, rows: store.InvoiceRow[]): Promise<InvoiceView[]> {
+  const ids = rows.map((r) => r.id)
+  const [customers, children, subs] = await Promise.all([
+    customerViews(db, scope, rows.map((r) => r.customer_id)),
+    store.childrenOf(db, scope, ids),
+    Promise.all([...new Set(rows.flatMap((r) => (r.subscription_id ? [r.subscription_id] : [])))].map((id) => requireSubscription(db, scope, id))),
+  ])
+  return rows.map((row) => ({
+    ...row,
+    invoice_pdf_url: row.invoice_pdf_url ?? `/v1/invoices/${row.id}/pdf`,
+    customer: customers.find((c) => c.id === row.customer_id) ?? null,
+    subscription: subs.find((s) => s.id === row.subscription_id) ?? null,
+    line_items: children.lines.filter((l) => l.invoice_id === row.id),
+    coupon_applications: children.applications.filter((a) => a.invoice_id === row.id),
+    taxes: children.taxes.filter((t) => t.entity_id === row.id),
+  }))
+}
+
+export const viewOf = async (db: Db, scope: Scope, row: store.InvoiceRow): Promise<InvoiceView> => (await views(db, scope, [row]))[0]
+
+export const requireInvoice = (db: Db, scope: Scope, id: string): Promise<store.InvoiceRow> => requireRecord<store.InvoiceRow>(db, store.INVOICES, scope, id)
+
+export async function getInvoice(deps: Deps, actor: Actor, id: string): Promise<InvoiceView> {
+  return viewOf(deps.sql, actor, await requireInvoice(deps.sql, actor, id))
+}
+
+export async function listInvoices(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<InvoiceView>> {
+  const { rows, total } = await listRecords<store.InvoiceRow>(deps.sql, store.INVOICES, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
+  return page(await views(deps.sql, actor, rows), total, params)
+}
+
+/** Locks an invoice of the scope for the transaction; another scope's invoice is not_found. */
+export async function lockInvoice(tx: Tx, scope: Scope, id: string): Promise<store.InvoiceRow> {
+  const row = await store.lockInvoice(tx, scope, id)
+  if (!row || row.status === 'deleted') throw notFound('invoice', id)
+  return row
+}
+
+/** What invoice events carry: the invoice with its lines, coupon applications and taxes (customer and subscription by id). */
+type InvoiceEvent = store.InvoiceRow & Pick<InvoiceView, 'line_items' | 'coupon_applications' | 'taxes'>
+
+export const invoiceEvent = (eventType: string, invoice: InvoiceEvent) => ({ eventType, entityType: 'invoice', entityId: invoice.id, payload: { invoice: toWire(invoice) } })
+
+export async function announceInvoice(tx: Tx, scope: Scope, eventType: string, row: store.InvoiceRow): Promise<InvoiceView> {
+  const view = await viewOf(tx, scope, row)
+  const { customer: _c, subscription: _s, ...event } = view
+  await recordEvents(tx, scope, [invoiceEvent(eventType, event)])
+  return view
+}

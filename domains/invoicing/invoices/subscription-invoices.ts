@@ -1,0 +1,118 @@
+// Subscription invoices computed for billing points: stored together (drafts, or finalized once their
+// grace period is over), or previewed without writing anything.
+import { formatNumber, numberScope } from '../../../core/billing/numbering.ts'
+import { invalidOperation } from '../../../core/errors.ts'
+import { D } from '../../../core/money.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Db, Tx } from '../../../infra/postgres.ts'
+import { type Audit } from '../../../infra/records.ts'
+import { customerViews } from '../../customers/service.ts'
+import { referenced, transaction } from '../../records/service.ts'
+import { recordEvents } from '../../../infra/outbox.ts'
+import { newId } from '../../../core/ids.ts'
+import { requireSubscription } from '../../subscriptions/service.ts'
+import { amountsOf, assemble, computedRows, inputsOf } from './assemble.ts'
+import { billedThroughParent, cycleOf, loadContext, pointSpec, subscriptionHeader, type PointInvoice } from './billing.ts'
+import { nextPoint } from '../../../core/billing/cycle.ts'
+import { prepaidCredits } from './prepaid.ts'
+import * as store from './store.ts'
+import { invoiceEvent } from './read.ts'
+import { finalColumns, finalizeLocked, skipped } from './finalize.ts'
+
+// ---- subscription invoices ----------------------------------------------------------------------------
+
+/**
+ * Stores subscription invoices computed for billing points, in one transaction: drafts, or finalized at
+ * once when their grace period is over (numbers taken together from the sequence, in the given order).
+ * Points already invoiced are left out, and the unique key (subscription, period start, billing reason)
+ * refuses any that slips in between, so reruns and concurrent runs never bill a period twice.
+ */
+export async function createSubscriptionInvoices(deps: Deps, scope: Scope, items: PointInvoice[]): Promise<store.InvoiceRow[]> {
+  if (items.length === 0) return []
+  return transaction(deps, (tx) => storeSubscriptionInvoices(deps, tx, scope, items))
+}
+
+/** createSubscriptionInvoices in the caller's transaction (a modification's update invoice). */
+export async function storeSubscriptionInvoices(deps: Deps, tx: Tx, scope: Scope, items: PointInvoice[]): Promise<store.InvoiceRow[]> {
+  const audit: Audit = { by: 'system', at: deps.clock.now() }
+  const template = deps.config.invoicing.invoiceNumberTemplate
+  const billed = await store.billedKeys(tx, scope, [...new Set(items.map((i) => i.subscription.id))])
+  const todo = items.filter((i) => !billed.has(store.billedKey(i.subscription.id, i.header.period_start, i.header.billing_reason)))
+  const rows = todo.map((i) => ({
+    id: newId(store.INVOICES.prefix),
+    invoice_status: 'DRAFT',
+    payment_status: 'PENDING',
+    ...i.header,
+    ...amountsOf(i.assembled.computed),
+    ...inputsOf(i.assembled.spec),
+    amount_paid: new D(0),
+    last_computed_at: audit.at,
+    metadata: {},
+  }))
+  // Finalized at once unless prepaid credits apply: those go through finalizeLocked, one by one.
+  const prepaid = await Promise.all(rows.map((r) => (r.finalize_after <= audit.at ? prepaidCredits(deps, tx, scope, r as never) : undefined)))
+  const now = rows.filter((r, k) => r.finalize_after <= audit.at && !prepaid[k])
+  const numbered = now.filter((r) => !skipped(r))
+  const first = numbered.length > 0 ? await store.nextNumbers(tx, scope, numberScope(template, audit.at), numbered.length) : 0
+  for (const r of now) {
+    const k = numbered.indexOf(r)
+    Object.assign(r, finalColumns(r, k < 0 ? null : formatNumber(template, first + k, audit.at), todo[rows.indexOf(r)].subscription.collection_method, audit.at))
+  }
+  let inserted = await store.insertMany<store.InvoiceRow>(tx, store.INVOICES, scope, audit, rows)
+  const computed = inserted.map((row, k) => computedRows(row, todo[k].assembled, audit.at))
+  const lines = computed.map((c) => c.lines.map((l) => ({ id: newId(store.LINE_ITEMS.prefix), ...l })))
+  const lineRows = await store.insertMany<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, lines.flat())
+  const applications = computed.flatMap((c, k) => c.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[k][line_position].id })))
+  const appRows = await store.insertMany<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
+  const taxRows = await store.insertMany<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
+  inserted = await Promise.all(inserted.map((row, k) => (prepaid[k] ? finalizeLocked(deps, tx, scope, audit, row) : row)))
+  await recordEvents(
+    tx,
+    scope,
+    inserted.map((row) =>
+      invoiceEvent(row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', {
+        ...row,
+        line_items: lineRows.filter((l) => l.invoice_id === row.id),
+        coupon_applications: appRows.filter((a) => a.invoice_id === row.id),
+        taxes: taxRows.filter((t) => t.entity_id === row.id),
+      }),
+    ),
+  )
+  return inserted
+}
+
+// ---- preview ------------------------------------------------------------------------------------------
+
+/**
+ * The upcoming invoice of a subscription: the next billing point computed as the billing run will
+ * compute it (usage so far), written nowhere. A parent's shows its grouped children's lines (rule 8).
+ */
+export async function previewInvoice(deps: Deps, actor: Actor, input: { subscription_id: string }) {
+  const now = deps.clock.now()
+  const sub = await referenced('subscription_id', requireSubscription(deps.sql, actor, input.subscription_id))
+  if (billedThroughParent(sub)) throw invalidOperation(`subscription ${sub.id} is billed through its parent ${sub.parent_subscription_id}: preview the parent`, { parent_subscription_id: sub.parent_subscription_id })
+  const point = nextPoint(cycleOf(sub), now)
+  if (!point) throw invalidOperation(`subscription ${sub.id} has nothing left to bill`)
+  const spec = await pointSpec(deps, actor, await loadContext(deps, actor, sub), point, { usageEnd: now })
+  return previewOf(deps.sql, actor, { header: subscriptionHeader(sub, point, deps.config.invoicing.graceMs), assembled: assemble(spec), subscription: sub }, now)
+}
+
+/** A subscription invoice as it would be stored, with its customer and subscription, written nowhere. */
+export async function previewOf(db: Db, scope: Scope, { header, assembled, subscription: sub }: PointInvoice, now: Date) {
+  const rows = computedRows({ id: 'preview', currency: sub.currency, subscription_id: sub.id }, assembled, now)
+  const [customer] = await customerViews(db, scope, [header.customer_id])
+  return {
+    ...header,
+    invoice_status: 'DRAFT',
+    payment_status: 'PENDING',
+    ...amountsOf(assembled.computed),
+    amount_paid: new D(0),
+    customer,
+    subscription: sub,
+    line_items: rows.lines,
+    coupon_applications: rows.applications,
+    taxes: rows.taxes,
+    preview: true,
+  }
+}
