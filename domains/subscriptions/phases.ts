@@ -8,7 +8,8 @@ import type { Db, Tx } from '../../infra/postgres.ts'
 import { deleteRecord, requireRecord, updateRecord } from '../../infra/records.ts'
 import { page, type Page } from '../../core/list.ts'
 import { announce, auditOf, transaction } from '../records/service.ts'
-import { assertLive, insertPhases, lockSubscription, preparePhases, requireSubscription, type PhaseInput } from './service.ts'
+import { assertLive, insertPhases, preparePhases, type PhaseInput } from './service.ts'
+import { lockSubscription, requireSubscription } from './read.ts'
 import * as store from './store.ts'
 
 export interface PhaseView extends store.PhaseRow {

@@ -1,7 +1,8 @@
 // Subscriptions: creation under the specification's rules 1–5 (core/subscriptions.ts), line items
-// snapshotted from the plan's prices, periods from core/periods.ts, reads with their customer, plan,
-// line items, phases and addons; cancellation is cancel.ts, changes modify.ts. Every change writes
-// subscription.* to the outbox in its transaction.
+// snapshotted from the plan's prices, periods from core/periods.ts, and the changes that stay inside
+// this domain. Reads are read.ts's, activation activation.ts's; cancellation and quantity changes are
+// settled by invoices, so they live in invoicing/changes/. Every change writes subscription.* to the
+// outbox in its transaction.
 import { moneyAmount } from '../../core/billing/amounts.ts'
 import { invalidOperation, validationError } from '../../core/errors.ts'
 import { parseDecimal, type Decimal } from '../../core/money.ts'
@@ -24,19 +25,16 @@ import {
 } from '../../core/subscriptions.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'
-import { checkVersion, filterConditions, insertRecord, insertRecords, listRecords, requireRecord, updateRecord, type Audit } from '../../infra/records.ts'
-import { customerDeletion, customerViews, findCustomerByExternalId, getCustomer, requireCustomer, type CustomerRow, type CustomerView } from '../customers/service.ts'
-import { type ListRequest, type Page, page } from '../../core/list.ts'
+import { insertRecord, insertRecords, updateRecord, type Audit } from '../../infra/records.ts'
+import { customerDeletion, findCustomerByExternalId, requireCustomer, type CustomerRow } from '../customers/service.ts'
 import type { OfferingRow } from '../catalog/offerings/service.ts'
-import { findOfferings, requireOffering } from '../catalog/offerings/kinds.ts'
+import { requireOffering } from '../catalog/offerings/kinds.ts'
 import { pricesOf, requirePrice, type PriceRow } from '../catalog/prices/service.ts'
 import { announce, auditOf, referenced, transaction } from '../records/service.ts'
 import { lineItemFields, type LineOwner } from './line-items.ts'
 import * as store from './store.ts'
+import { requireSubscription, viewOf, type SubscriptionView } from './read.ts'
 
-export type { SubscriptionRow, LineItemRow } from './store.ts'
-export const FILTERS = store.FILTERS
-export const LINE_ITEM_FILTERS = store.LINE_ITEM_FILTERS
 
 export interface PhaseInput {
   start_date: string
@@ -83,89 +81,14 @@ export interface CreateSubscriptionInput {
   addons?: { addon_id: string; quantity?: number }[]
 }
 
-export interface SubscriptionView extends store.SubscriptionRow {
-  customer: CustomerView
-  plan: OfferingRow
-  line_items?: store.LineItemRow[]
-  phases?: store.PhaseRow[]
-  addons?: store.AddonAssociationRow[]
-}
-
-const date = (value: string | null | undefined): Date | null => (value ? new Date(value) : null)
+export const date = (value: string | null | undefined): Date | null => (value ? new Date(value) : null)
 
 // A customer with a subscription that is not cancelled (a scheduled cancellation still counts) stays.
 customerDeletion.register(async (db, scope, customerId) => {
   if ((await store.countLive(db, scope, customerId)) > 0) throw invalidOperation('the customer has subscriptions that are not cancelled; cancel them first', { customer_id: customerId })
 })
 
-// ---- reading ------------------------------------------------------------------------------------------
-
-async function views(db: Db, scope: Scope, rows: store.SubscriptionRow[], full: boolean): Promise<SubscriptionView[]> {
-  const ids = rows.map((r) => r.id)
-  const customers = new Map((await customerViews(db, scope, rows.map((r) => r.customer_id))).map((c) => [c.id, c]))
-  const plans = new Map((await findOfferings(db, scope, 'PLAN', rows.map((r) => r.plan_id))).map((p) => [p.id, p]))
-  const children = full
-    ? {
-        line_items: await store.childrenOf<store.LineItemRow>(db, store.LINE_ITEMS, scope, ids),
-        phases: await store.childrenOf<store.PhaseRow>(db, store.PHASES, scope, ids),
-        addons: await store.childrenOf<store.AddonAssociationRow>(db, store.ADDON_ASSOCIATIONS, scope, ids),
-      }
-    : undefined
-  return rows.map((row) => ({
-    ...row,
-    customer: customers.get(row.customer_id)!,
-    plan: plans.get(row.plan_id)!,
-    ...(children && {
-      line_items: children.line_items.filter((l) => l.subscription_id === row.id),
-      phases: children.phases.filter((p) => p.subscription_id === row.id),
-      addons: children.addons.filter((a) => a.subscription_id === row.id),
-    }),
-  }))
-}
-
-/** One subscription with its customer, plan, line items, phases and addons. */
-export async function viewOf(db: Db, scope: Scope, row: store.SubscriptionRow): Promise<SubscriptionView> {
-  return (await views(db, scope, [row], true))[0]
-}
-
-/** Every scope's published subscriptions but drafts, in id order after `afterId`, a page at a time (for the billing run). */
-export const subscriptionsAfter = (deps: Deps, afterId: string, limit: number): Promise<store.SubscriptionRow[]> => store.pageAcrossScopes(deps.sql, afterId, limit)
-
-export const requireSubscription = (db: Db, scope: Scope, id: string): Promise<store.SubscriptionRow> =>
-  requireRecord<store.SubscriptionRow>(db, store.SUBSCRIPTIONS, scope, id)
-
-/**
- * Takes the subscription's row lock for the rest of the transaction (a second change waits, then sees
- * this one's result) and refuses a stale `version`.
- */
-export async function lockSubscription(tx: Tx, scope: Scope, id: string, version?: number): Promise<store.SubscriptionRow> {
-  await checkVersion(tx, store.SUBSCRIPTIONS.name, scope, id, version)
-  return requireSubscription(tx, scope, id)
-}
-
-export async function getSubscription(deps: Deps, actor: Actor, id: string): Promise<SubscriptionView> {
-  return viewOf(deps.sql, actor, await requireSubscription(deps.sql, actor, id))
-}
-
-/** Lists carry each subscription's customer and plan; GET by id adds line items, phases and addons. */
-export async function listSubscriptions(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<SubscriptionView>> {
-  const where = filterConditions(deps.sql, store.FILTERS, filters)
-  const { rows, total } = await listRecords<store.SubscriptionRow>(deps.sql, store.SUBSCRIPTIONS, actor, params, where)
-  return page(await views(deps.sql, actor, rows, false), total, params)
-}
-
-export async function listCustomerSubscriptions(deps: Deps, actor: Actor, customerId: string, request: ListRequest): Promise<Page<SubscriptionView>> {
-  await getCustomer(deps, actor, customerId)
-  return listSubscriptions(deps, actor, { ...request, filters: { ...request.filters, customer_id: customerId } })
-}
-
-/** POST /v1/subscriptions/lineitems/search: line items across subscriptions; `active_at` keeps those in force then. */
-export async function searchLineItems(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.LineItemRow>> {
-  const where = filterConditions(deps.sql, store.LINE_ITEM_FILTERS, filters)
-  if (filters.active_at) where.push(store.activeAt(deps.sql, new Date(filters.active_at as string)))
-  const { rows, total } = await listRecords<store.LineItemRow>(deps.sql, store.LINE_ITEMS, actor, params, where)
-  return page(rows, total, params)
-}
+export const awaitsPayment = (collection: string, behavior: string): boolean => collection === 'charge_automatically' && behavior === 'default_incomplete'
 
 // ---- creating -----------------------------------------------------------------------------------------
 
@@ -427,62 +350,6 @@ function checkCommitment(input: CreateSubscriptionInput): void {
 }
 
 /** Charged automatically and told to wait: incomplete until the first invoice is paid. */
-const awaitsPayment = (collection: string, behavior: string): boolean => collection === 'charge_automatically' && behavior === 'default_incomplete'
-
-/**
- * Activates a draft from `start_date` (default now): the trial keeps its length, an anchor that
- * followed the start or trial end follows the new one (an explicit billing_anchor stays), and the line
- * items and addons that began with the subscription begin with it again.
- */
-export async function activateSubscription(deps: Deps, actor: Actor, id: string, input: { start_date?: string; version?: number }): Promise<SubscriptionView> {
-  const now = deps.clock.now()
-  const audit = auditOf(deps, actor)
-  return transaction(deps, async (tx) => {
-    const sub = await lockSubscription(tx, actor, id, input.version)
-    if (sub.subscription_status !== 'draft') throw invalidOperation(`subscription ${id} is ${sub.subscription_status}, not a draft`, { subscription_id: id })
-    const start = date(input.start_date) ?? now
-    if (sub.end_date && sub.end_date <= start) throw validationError('start_date', 'must be before the subscription end_date')
-    const shift = (d: Date | null) => (d ? new Date(d.getTime() + start.getTime() - sub.start_date.getTime()) : null)
-    const schedule = { billing_cycle: sub.billing_cycle, billing_period: sub.billing_period, billing_period_count: sub.billing_period_count, timezone: sub.customer_timezone }
-    const derived = billingAnchor(schedule, sub.trial_end ?? sub.start_date).getTime() === sub.billing_anchor.getTime()
-    const trial = { trial_start: shift(sub.trial_start), trial_end: shift(sub.trial_end) }
-    const timeline: Timeline = { ...schedule, ...trial, start_date: start, end_date: sub.end_date, billing_anchor: derived ? billingAnchor(schedule, trial.trial_end ?? start) : sub.billing_anchor }
-    checkPhases(await store.childrenOf<store.PhaseRow>(tx, store.PHASES, actor, [id]), start, sub.end_date)
-    const period = periodAt(timeline, now)
-    const row = await updateRecord<store.SubscriptionRow>(
-      tx,
-      store.SUBSCRIPTIONS,
-      actor,
-      id,
-      {
-        ...trial,
-        start_date: start,
-        billing_anchor: timeline.billing_anchor,
-        subscription_status: initialStatus(timeline, now, awaitsPayment(sub.collection_method, sub.payment_behavior)),
-        current_period_start: period.start,
-        current_period_end: period.end,
-      },
-      { audit },
-    )
-    await store.moveStart(tx, actor, id, sub.start_date, start, audit)
-    const view = await viewOf(tx, actor, row)
-    await announce(tx, actor, 'subscription.activated', store.SUBSCRIPTIONS, view)
-    return view
-  })
-}
-
-/**
- * payment_behavior default_incomplete: the subscription waits, incomplete, for its first invoice to be
- * paid, then becomes active (subscription.activated), as Stripe's does. Called in the transaction that
- * records a payment of one of its invoices; any other status is left alone.
- */
-export async function subscriptionInvoicePaid(tx: Tx, scope: Scope, audit: Audit, subscriptionId: string): Promise<void> {
-  const sub = await lockSubscription(tx, scope, subscriptionId)
-  if (sub.subscription_status !== 'incomplete') return
-  const row = await updateRecord<store.SubscriptionRow>(tx, store.SUBSCRIPTIONS, scope, subscriptionId, { subscription_status: 'active' }, { audit })
-  await announce(tx, scope, 'subscription.activated', store.SUBSCRIPTIONS, await viewOf(tx, scope, row))
-}
-
 // ---- changing -----------------------------------------------------------------------------------------
 
 export interface UpdateSubscriptionInput {

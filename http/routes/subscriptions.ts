@@ -8,6 +8,8 @@ import { cancelSubscription, type CancelInput } from '../../domains/invoicing/ch
 import { customerEntitlements, type EntitlementQuery } from '../../domains/subscriptions/entitlements.ts'
 import { executeModification, previewModification, type ModifyInput } from '../../domains/invoicing/changes/modify.ts'
 import * as phases from '../../domains/subscriptions/phases.ts'
+import * as activation from '../../domains/subscriptions/activation.ts'
+import * as read from '../../domains/subscriptions/read.ts'
 import * as service from '../../domains/subscriptions/service.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
@@ -169,15 +171,15 @@ export const subscriptionRoutes: Route[] = [
     tag: 'Subscriptions',
     summary: 'Search subscription line items by subscription, price, phase, type and date ranges',
     permission: 'read',
-    body: withProperties(searchBody(LINE_ITEM_SORTABLE, service.LINE_ITEM_FILTERS), { active_at: dateTime }),
-    handler: async ({ deps, actor, body }) => toWire(await service.searchLineItems(deps, actor, fromSearchBody(body))),
+    body: withProperties(searchBody(LINE_ITEM_SORTABLE, read.LINE_ITEM_FILTERS), { active_at: dateTime }),
+    handler: async ({ deps, actor, body }) => toWire(await read.searchLineItems(deps, actor, fromSearchBody(body))),
   }),
   ...recordRoutes({
     path: '/v1/subscriptions',
     tag: 'Subscriptions',
     noun: 'subscription',
     sortable: SORTABLE,
-    filters: service.FILTERS,
+    filters: read.FILTERS,
     createBody,
     updateBody: {
       type: 'object',
@@ -186,8 +188,8 @@ export const subscriptionRoutes: Route[] = [
     },
     service: {
       create: service.createSubscription,
-      get: service.getSubscription,
-      list: service.listSubscriptions,
+      get: read.getSubscription,
+      list: read.listSubscriptions,
       update: service.updateSubscription,
     },
   }),
@@ -198,7 +200,7 @@ export const subscriptionRoutes: Route[] = [
     summary: 'Activate a draft subscription from start_date (default now)',
     permission: 'write',
     body: { type: 'object', additionalProperties: false, properties: { start_date: dateTime, version: versionField } },
-    handler: async ({ deps, actor, params, body }) => toWire(await service.activateSubscription(deps, actor, params.id, body)),
+    handler: async ({ deps, actor, params, body }) => toWire(await activation.activateSubscription(deps, actor, params.id, body)),
   }),
   defineRoute<CancelInput>({
     method: 'POST',
@@ -215,8 +217,8 @@ export const subscriptionRoutes: Route[] = [
     tag: 'Subscriptions',
     summary: "List a customer's subscriptions",
     permission: 'read',
-    query: listQuery(SORTABLE, service.FILTERS),
-    handler: async ({ deps, actor, params, query }) => toWire(await service.listCustomerSubscriptions(deps, actor, params.id, fromListQuery(query))),
+    query: listQuery(SORTABLE, read.FILTERS),
+    handler: async ({ deps, actor, params, query }) => toWire(await read.listCustomerSubscriptions(deps, actor, params.id, fromListQuery(query))),
   }),
   ...(['preview', 'execute'] as const).map((step) =>
     defineRoute<ModifyInput>({

@@ -15,7 +15,7 @@ import { deleteRecord, filterConditions, insertRecord, listRecords, publishedIn,
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { requireOffering } from '../../catalog/offerings/kinds.ts'
 import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
-import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/service.ts'
+import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { grantCredits } from '../wallets/service.ts'
 import * as store from './store.ts'
 

@@ -15,7 +15,8 @@ import { changeCharges, settlementOf, updateInvoice, updateTaxes } from '../invo
 import { announce, auditOf, transaction } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
 import { storeChangeInvoice } from './modify.ts'
-import { assertEndOpen, lockSubscription, releaseChildren, requireSubscription, viewOf, type SubscriptionView } from '../../subscriptions/service.ts'
+import { assertEndOpen, releaseChildren } from '../../subscriptions/service.ts'
+import { lockSubscription, requireSubscription, viewOf, type SubscriptionView } from '../../subscriptions/read.ts'
 import { prorationLines, totalOf } from './proration-lines.ts'
 import * as store from '../../subscriptions/store.ts'
 

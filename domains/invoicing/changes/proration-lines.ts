@@ -1,7 +1,7 @@
 // What a modification or cancellation tells its caller it will bill: one line per proration charge of
 // the billing engine, and their total.
 import { formatMoney, parseDecimal, sumMoney } from '../../../core/money.ts'
-import type { SubscriptionRow } from '../../subscriptions/service.ts'
+import type { SubscriptionRow } from '../../subscriptions/read.ts'
 import type { ChangeCharge } from '../invoices/billing.ts'
 
 export interface ProrationLine {

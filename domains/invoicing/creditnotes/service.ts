@@ -16,7 +16,7 @@ import { invoiceLines, paymentState, setPaymentState } from '../invoices/payment
 import { nextDocumentNumber } from '../invoices/finalize.ts'
 import { lockInvoice, requireInvoice, type InvoiceRow } from '../invoices/read.ts'
 import { announce, auditOf, referenced, transaction } from '../../records/service.ts'
-import { requireSubscription, type SubscriptionRow } from '../../subscriptions/service.ts'
+import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import * as store from './store.ts'
 
 export const FILTERS = store.FILTERS

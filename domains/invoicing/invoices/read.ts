@@ -9,7 +9,7 @@ import { customerViews, type CustomerView } from '../../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { toWire } from '../../records/wire.ts'
 import { recordEvents } from '../../../infra/outbox.ts'
-import { requireSubscription, type SubscriptionRow } from '../../subscriptions/service.ts'
+import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import * as store from './store.ts'
 
 export type { InvoiceRow } from './store.ts'

@@ -13,7 +13,7 @@ import { insertRecord, updateRecord, type Audit } from '../../../infra/records.t
 import { engineCoupon, redeem } from '../coupons/service.ts'
 import { requireCustomer } from '../../customers/service.ts'
 import { auditOf, referenced, transaction } from '../../records/service.ts'
-import { requireSubscription } from '../../subscriptions/service.ts'
+import { requireSubscription } from '../../subscriptions/read.ts'
 import { automaticRates, ratesForCodes, ratesForIds, resolved, type ResolvedRate } from '../taxes/service.ts'
 import { amountsOf, assemble, inputsOf, specOf, writeComputed, type Assembled, type LineSpec } from './assemble.ts'
 import { returnPrepaidCredits } from './prepaid.ts'

@@ -12,7 +12,7 @@ import { requireCustomer } from '../../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
-import { requireSubscription } from '../../subscriptions/service.ts'
+import { requireSubscription } from '../../subscriptions/read.ts'
 import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 

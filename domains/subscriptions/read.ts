@@ -1,0 +1,90 @@
+// Subscriptions as the API shows them (with their customer, plan, line items, phases and addons), their
+// locks, and the lists and searches over them and their line items.
+import type { Actor, Scope } from '../../core/scope.ts'
+import type { Deps } from '../../infra/deps.ts'
+import type { Db, Tx } from '../../infra/postgres.ts'
+import { checkVersion, filterConditions, listRecords, requireRecord } from '../../infra/records.ts'
+import { customerViews, getCustomer, type CustomerView } from '../customers/service.ts'
+import { type ListRequest, type Page, page } from '../../core/list.ts'
+import type { OfferingRow } from '../catalog/offerings/service.ts'
+import { findOfferings } from '../catalog/offerings/kinds.ts'
+import * as store from './store.ts'
+
+export type { SubscriptionRow, LineItemRow } from './store.ts'
+export const FILTERS = store.FILTERS
+export const LINE_ITEM_FILTERS = store.LINE_ITEM_FILTERS
+
+export interface SubscriptionView extends store.SubscriptionRow {
+  customer: CustomerView
+  plan: OfferingRow
+  line_items?: store.LineItemRow[]
+  phases?: store.PhaseRow[]
+  addons?: store.AddonAssociationRow[]
+}
+
+async function views(db: Db, scope: Scope, rows: store.SubscriptionRow[], full: boolean): Promise<SubscriptionView[]> {
+  const ids = rows.map((r) => r.id)
+  const customers = new Map((await customerViews(db, scope, rows.map((r) => r.customer_id))).map((c) => [c.id, c]))
+  const plans = new Map((await findOfferings(db, scope, 'PLAN', rows.map((r) => r.plan_id))).map((p) => [p.id, p]))
+  const children = full
+    ? {
+        line_items: await store.childrenOf<store.LineItemRow>(db, store.LINE_ITEMS, scope, ids),
+        phases: await store.childrenOf<store.PhaseRow>(db, store.PHASES, scope, ids),
+        addons: await store.childrenOf<store.AddonAssociationRow>(db, store.ADDON_ASSOCIATIONS, scope, ids),
+      }
+    : undefined
+  return rows.map((row) => ({
+    ...row,
+    customer: customers.get(row.customer_id)!,
+    plan: plans.get(row.plan_id)!,
+    ...(children && {
+      line_items: children.line_items.filter((l) => l.subscription_id === row.id),
+      phases: children.phases.filter((p) => p.subscription_id === row.id),
+      addons: children.addons.filter((a) => a.subscription_id === row.id),
+    }),
+  }))
+}
+
+/** One subscription with its customer, plan, line items, phases and addons. */
+export async function viewOf(db: Db, scope: Scope, row: store.SubscriptionRow): Promise<SubscriptionView> {
+  return (await views(db, scope, [row], true))[0]
+}
+
+/** Every scope's published subscriptions but drafts, in id order after `afterId`, a page at a time (for the billing run). */
+export const subscriptionsAfter = (deps: Deps, afterId: string, limit: number): Promise<store.SubscriptionRow[]> => store.pageAcrossScopes(deps.sql, afterId, limit)
+
+export const requireSubscription = (db: Db, scope: Scope, id: string): Promise<store.SubscriptionRow> =>
+  requireRecord<store.SubscriptionRow>(db, store.SUBSCRIPTIONS, scope, id)
+
+/**
+ * Takes the subscription's row lock for the rest of the transaction (a second change waits, then sees
+ * this one's result) and refuses a stale `version`.
+ */
+export async function lockSubscription(tx: Tx, scope: Scope, id: string, version?: number): Promise<store.SubscriptionRow> {
+  await checkVersion(tx, store.SUBSCRIPTIONS.name, scope, id, version)
+  return requireSubscription(tx, scope, id)
+}
+
+export async function getSubscription(deps: Deps, actor: Actor, id: string): Promise<SubscriptionView> {
+  return viewOf(deps.sql, actor, await requireSubscription(deps.sql, actor, id))
+}
+
+/** Lists carry each subscription's customer and plan; GET by id adds line items, phases and addons. */
+export async function listSubscriptions(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<SubscriptionView>> {
+  const where = filterConditions(deps.sql, store.FILTERS, filters)
+  const { rows, total } = await listRecords<store.SubscriptionRow>(deps.sql, store.SUBSCRIPTIONS, actor, params, where)
+  return page(await views(deps.sql, actor, rows, false), total, params)
+}
+
+export async function listCustomerSubscriptions(deps: Deps, actor: Actor, customerId: string, request: ListRequest): Promise<Page<SubscriptionView>> {
+  await getCustomer(deps, actor, customerId)
+  return listSubscriptions(deps, actor, { ...request, filters: { ...request.filters, customer_id: customerId } })
+}
+
+/** POST /v1/subscriptions/lineitems/search: line items across subscriptions; `active_at` keeps those in force then. */
+export async function searchLineItems(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.LineItemRow>> {
+  const where = filterConditions(deps.sql, store.LINE_ITEM_FILTERS, filters)
+  if (filters.active_at) where.push(store.activeAt(deps.sql, new Date(filters.active_at as string)))
+  const { rows, total } = await listRecords<store.LineItemRow>(deps.sql, store.LINE_ITEMS, actor, params, where)
+  return page(rows, total, params)
+}
