@@ -58,7 +58,7 @@ export async function updatePayment(deps: Deps, actor: Actor, id: string, input:
   return transaction(deps, (tx) => recordPayment(deps, tx, actor, audit, id, input))
 }
 
-/** updatePayment in the caller's transaction: also how a payment provider's notification pays (api/integrations). */
+/** updatePayment in the caller's transaction: also how a payment provider's notification pays (domains/integrations). */
 export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Audit, id: string, input: PaymentInput): Promise<InvoiceView> {
   const invoice = await lockInvoice(tx, scope, id)
   const state = paymentState(invoice)
@@ -90,7 +90,7 @@ export async function setPaymentState(tx: Tx, scope: Scope, audit: Audit, id: st
   return announceInvoice(tx, scope, 'invoice.update.payment', row)
 }
 
-/** Adds keys to an invoice's metadata under its lock (a payment provider's invoice id and checkout address, api/integrations). */
+/** Adds keys to an invoice's metadata under its lock (a payment provider's invoice id and checkout address, domains/integrations). */
 export async function mergeInvoiceMetadata(tx: Tx, scope: Scope, audit: Audit, id: string, patch: Record<string, string>): Promise<InvoiceView> {
   const invoice = await lockInvoice(tx, scope, id)
   const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, { metadata: { ...invoice.metadata, ...patch } }, { audit })

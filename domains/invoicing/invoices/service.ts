@@ -342,7 +342,7 @@ export async function recalculateInvoice(deps: Deps, actor: Actor, id: string): 
 // ---- wallet credit purchases ----------------------------------------------------------------------------
 
 /**
- * A CREDIT invoice for wallet credits bought by invoice (api/wallets), created and finalized in the
+ * A CREDIT invoice for wallet credits bought by invoice (domains/credits/wallets), created and finalized in the
  * caller's transaction: one line of `amount`, no coupons and no tax (credits are an advance payment).
  */
 export async function createCreditPurchaseInvoice(
