@@ -9,6 +9,7 @@ import { RateLimiter } from './http/rate-limit.ts'
 import { mountRoutes, type Route } from './http/route.ts'
 import { healthRoutes } from './health/routes.ts'
 import { openApiRoutes } from './openapi/routes.ts'
+import { consoleMiddleware } from '../http/console.ts'
 
 export const VERSION = '0.1.0'
 
@@ -28,6 +29,7 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
     await next()
   })
   app.use(errorHandler(deps.logger))
+  app.use(consoleMiddleware({ routes }))
   app.use(
     bodyParser({
       enableTypes: ['json'],
