@@ -18,8 +18,9 @@ import { WebhooksPage } from './pages/webhooks.js'
 
 function Page({ route }) {
   const [section, id] = route.parts
-  if (section === 'customers') return id ? html`<${CustomerPage} id=${id} />` : html`<${CustomersPage} query=${route.query} />`
-  if (section === 'invoices') return id ? html`<${InvoicePage} id=${id} />` : html`<${InvoicesPage} />`
+  // Keyed by id: another record's page starts empty instead of showing the last one's data while loading.
+  if (section === 'customers') return id ? html`<${CustomerPage} key=${id} id=${id} />` : html`<${CustomersPage} />`
+  if (section === 'invoices') return id ? html`<${InvoicePage} key=${id} id=${id} />` : html`<${InvoicesPage} />`
   if (section === 'catalog') return html`<${CatalogPage} tab=${id} />`
   if (section === 'webhooks') return html`<${WebhooksPage} />`
   return html`<${UsagePage} />`

@@ -1,5 +1,5 @@
 // The usage chart: uPlot on a canvas. One series draws a line with its points; several (a group_by)
-// draw stacked bars, largest group at the bottom. The same numbers are in a table under the chart
+// draw stacked bars, the largest group on top. The same numbers are in a table under the chart
 // (for screen readers, and for anyone who wants the exact values).
 import uPlot from 'uplot'
 import { html, useEffect, useRef } from '../lib/html.js'
@@ -21,14 +21,14 @@ function options(width, series, stacked) {
     const color = PALETTE[0]
     return { ...base, series: [{}, { label: series[0].name, stroke: color, width: 2, fill: `${color}1f`, points: { show: true, size: 6, fill: color }, value: (u, v) => fmt(v) }] }
   }
-  // Bars of cumulative sums, drawn from the tallest down so each group's slice shows on top of the last.
+  // Bars of cumulative sums, the tallest (every group) drawn first and each next one (one group fewer)
+  // over it, so each group's slice shows; the first group, the largest, ends up on top of the stack.
   const bars = uPlot.paths.bars({ size: [0.7, 64], align: 0 })
-  const drawn = series.map((s, i) => ({ s, i })).reverse()
   return {
     ...base,
     series: [
       {},
-      ...drawn.map(({ s, i }) => ({
+      ...series.map((s, i) => ({
         label: s.name,
         stroke: PALETTE[i % PALETTE.length],
         fill: PALETTE[i % PALETTE.length],
@@ -41,17 +41,17 @@ function options(width, series, stacked) {
   }
 }
 
-/** [x, cumulative…] from the tallest stack down, or [x, values] for one series. */
+/** [x, values] for one series; for several, [x, sum of groups 0…n, sum of groups 1…n, …, group n]. */
 function dataOf(windows, series, stacked) {
   const xs = windows.map((ms) => ms / 1000)
   if (!stacked) return [xs, series[0].values]
   const sums = []
   let running = windows.map(() => 0)
-  for (const s of series) {
+  for (const s of [...series].reverse()) {
     running = running.map((v, k) => v + s.values[k])
-    sums.push(running)
+    sums.unshift(running)
   }
-  return [xs, ...sums.reverse()]
+  return [xs, ...sums]
 }
 
 export function UsageChart({ windows, series }) {

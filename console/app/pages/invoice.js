@@ -65,8 +65,10 @@ function CreditNotes({ invoice: i, onChange }) {
   const [open, setOpen] = useState(false)
   const notes = useApi(() => api.get('/v1/creditnotes', { invoice_id: i.id, limit: 100 }), [api, i.id, i.version])
   const creditable = useApi(() => (open ? api.get(`/v1/invoices/${i.id}/creditable`) : undefined), [api, i.id, i.version, open])
+  // A new or finalized note changes the invoice too (amounts, sometimes its version): reload both.
   const done = () => {
     setOpen(false)
+    notes.reload()
     onChange()
   }
   return html`<${Section} title="Credit notes" actions=${i.invoice_status === 'FINALIZED' && html`<button type="button" onClick=${() => setOpen(!open)}>${open ? 'Cancel' : 'New credit note'}</button>`}>
@@ -77,7 +79,7 @@ function CreditNotes({ invoice: i, onChange }) {
     html`<table class="list compact"><thead><tr><th>Note</th><th>Type</th><th>Reason</th><th>Status</th><th class="num">Total</th><th></th></tr></thead><tbody>${notes.data.items.map(
       (n) => html`<tr><td>${n.credit_note_number ?? 'Draft'}</td><td>${n.credit_note_type}</td><td>${n.reason}</td><td><${Badge} value=${n.credit_note_status} /></td>
         <td class="num">${money(n.total_amount ?? n.total, i.currency)}</td>
-        <td>${n.credit_note_status === 'DRAFT' && html`<${WriteButton} onClick=${async () => (await api.post(`/v1/creditnotes/${n.id}/finalize`), onChange())}>Finalize<//>`}</td></tr>`,
+        <td>${n.credit_note_status === 'DRAFT' && html`<${WriteButton} onClick=${async () => (await api.post(`/v1/creditnotes/${n.id}/finalize`), done())}>Finalize<//>`}</td></tr>`,
     )}</tbody></table>`}
   <//>`
 }
