@@ -13,7 +13,7 @@ export interface Seeded {
   xss: any
   invoice: any
   wallet: any
-  /** Events sent for `customer`, per hour: the chart must show these. */
+  /** Events sent for `customer`, two an hour: the chart must show their sums. */
   events: { at: string; tokens: number; model: string }[]
   eventName: string
 }
@@ -50,11 +50,14 @@ export async function seedConsole(call: Call, now = new Date(), suffix = String(
   for (const name of ['Globex', 'Initech', 'Umbrella']) await ok(call, 'POST', '/v1/customers', { external_id: `${name.toLowerCase()}-${suffix}`, name })
   await ok(call, 'POST', '/v1/subscriptions', { customer_id: customer.id, plan_id: plan.id, currency: 'USD', billing_period: 'MONTHLY', start_date: new Date(now.getTime() - 86_400_000).toISOString() })
 
-  // One event per hour for the last 12 hours, alternating two models (a property to group by).
+  // Two events in each of the last 12 whole hours (at :10 and :20, so both in the same hour), one per
+  // model (a property to group by), rising towards now.
   const events: Seeded['events'] = []
+  const thisHour = Math.floor(now.getTime() / 3_600_000) * 3_600_000
   for (let h = 12; h >= 1; h--) {
-    const at = new Date(now.getTime() - h * 3_600_000)
-    events.push({ at: at.toISOString(), tokens: 100 * h, model: h % 2 ? 'gpt-4o' : 'gpt-4o-mini' })
+    const hour = thisHour - h * 3_600_000
+    events.push({ at: new Date(hour + 600_000).toISOString(), tokens: 100 * (13 - h), model: 'gpt-4o' })
+    events.push({ at: new Date(hour + 1_200_000).toISOString(), tokens: 40 * (13 - h) + (h % 3) * 60, model: 'gpt-4o-mini' })
   }
   await ok(call, 'POST', '/v1/events/bulk', {
     events: events.map((e, i) => ({ event_id: `seed-${suffix}-${i}`, event_name: eventName, external_customer_id: customer.external_id, timestamp: e.at, source: 'api', properties: { tokens: e.tokens, model: e.model } })),

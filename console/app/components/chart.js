@@ -23,7 +23,8 @@ function options(width, series, stacked) {
   }
   // Bars of cumulative sums, the tallest (every group) drawn first and each next one (one group fewer)
   // over it, so each group's slice shows; the first group, the largest, ends up on top of the stack.
-  const bars = uPlot.paths.bars({ size: [0.7, 64], align: 0 })
+  // align 1: a bar starts at its window's start, as the window does.
+  const bars = uPlot.paths.bars({ size: [0.7, 64], align: 1 })
   return {
     ...base,
     series: [
