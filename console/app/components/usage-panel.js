@@ -69,6 +69,14 @@ export function UsagePanel({ customer, initialMeasure }) {
     return () => clearInterval(t)
   }, [live])
 
+  // Nothing to chart yet: look again every few seconds, so the first event sent shows without a reload.
+  const none = measures.data?.length === 0
+  useEffect(() => {
+    if (!none) return undefined
+    const t = setInterval(() => document.visibilityState === 'visible' && measures.reload(), REFRESH_MS)
+    return () => clearInterval(t)
+  }, [none])
+
   const query = useMemo(() => {
     if (!measure) return undefined
     const end = live ? new Date() : new Date(custom.to)
@@ -98,7 +106,7 @@ export function UsagePanel({ customer, initialMeasure }) {
   if (!measures.data) return html`<${Loading} what="Loading meters" />`
   if (list.length === 0) {
     return html`<${Empty} curl=${FIRST_EVENT_CURL(location.origin)}>
-      No usage yet. Send a first event (no meter needed: the chart counts events by name), then it shows up here within seconds.
+      No usage yet. Send a first event (no meter needed: the chart counts events by name); it shows up here within seconds, no reload needed.
       Create a meter (POST /v1/meters, see docs/usage.md) to sum a property such as tokens.
     <//>`
   }
