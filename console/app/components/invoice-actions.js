@@ -3,7 +3,7 @@
 import { html, useState } from '../lib/html.js'
 import { useSession } from '../lib/session-context.js'
 import { compareDecimal, isDecimal, money } from '../lib/format.js'
-import { ErrorBox, WriteButton } from './ui.js'
+import { WriteButton } from './ui.js'
 
 const REASONS = ['BILLING_ERROR', 'DUPLICATE', 'FRAUDULENT', 'ORDER_CHANGE', 'UNSATISFACTORY', 'SERVICE_ISSUE', 'SUBSCRIPTION_CANCELLATION']
 
@@ -61,4 +61,3 @@ export function StatusActions({ invoice, onDone }) {
   </div>`
 }
 
-export { ErrorBox }

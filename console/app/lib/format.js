@@ -37,4 +37,16 @@ export function compareDecimal(a, b) {
   return d < 0n ? -1 : d > 0n ? 1 : 0
 }
 
+/** Adds two decimal strings exactly ("0.1" + "0.2" = "0.3"). */
+export function addDecimal(a, b) {
+  const [ai, af = ''] = String(a).split('.')
+  const [bi, bf = ''] = String(b).split('.')
+  const places = Math.max(af.length, bf.length)
+  const sum = BigInt(ai + af.padEnd(places, '0')) + BigInt(bi + bf.padEnd(places, '0'))
+  const negative = sum < 0n
+  const digits = (negative ? -sum : sum).toString().padStart(places + 1, '0')
+  const out = places ? `${digits.slice(0, -places)}.${digits.slice(-places)}` : digits
+  return negative ? `-${out}` : out
+}
+
 export const isDecimal = (s) => /^\d+(\.\d+)?$/.test(String(s).trim())

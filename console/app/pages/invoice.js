@@ -4,9 +4,9 @@ import { html, useState } from '../lib/html.js'
 import { useSession } from '../lib/session-context.js'
 import { useApi } from '../lib/use-api.js'
 import { href } from '../lib/route.js'
-import { decimal, money, when } from '../lib/format.js'
+import { addDecimal, compareDecimal, decimal, money, when } from '../lib/format.js'
 import { openInTab } from '../lib/download.js'
-import { Badge, Empty, ErrorBox, Facts, Id, Loading, Section, WriteButton } from '../components/ui.js'
+import { Badge, ErrorBox, Facts, Id, Loading, Section, WriteButton } from '../components/ui.js'
 import { CreditNoteForm, PaymentForm, StatusActions } from '../components/invoice-actions.js'
 
 function Lines({ invoice: i }) {
@@ -14,7 +14,7 @@ function Lines({ invoice: i }) {
     <thead><tr><th>Line</th><th>Type</th><th class="num">Quantity</th><th class="num">Amount</th><th class="num">Discount</th><th class="num">Tax</th><th class="num">Credits applied</th><th>Period</th></tr></thead>
     <tbody>${(i.line_items ?? []).map(
       (l) => html`<tr><td>${l.display_name ?? l.plan_display_name ?? l.price_id ?? l.id}</td><td>${l.price_type ?? '—'}</td><td class="num">${decimal(l.quantity)}</td>
-        <td class="num">${money(l.amount, i.currency)}</td><td class="num">${money(String(Number(l.line_item_discount) + Number(l.invoice_level_discount)), i.currency)}</td>
+        <td class="num">${money(l.amount, i.currency)}</td><td class="num">${money(addDecimal(l.line_item_discount, l.invoice_level_discount), i.currency)}</td>
         <td class="num">${money(l.tax_amount, i.currency)}</td><td class="num">${money(l.prepaid_credits_applied, i.currency)}</td>
         <td>${l.period_start ? `${when(l.period_start)} – ${when(l.period_end)}` : '—'}</td></tr>`,
     )}</tbody>
@@ -44,7 +44,7 @@ function Adjustments({ invoice: i }) {
 function Payments({ invoice: i, onChange }) {
   const { api } = useSession()
   const sync = useApi(() => api.get(`/v1/invoices/${i.id}/sync`), [api, i.id, i.version])
-  const owes = i.invoice_status === 'FINALIZED' && Number(i.amount_remaining) > 0
+  const owes = i.invoice_status === 'FINALIZED' && compareDecimal(i.amount_remaining, '0') > 0
   return html`<${Section} title="Payments">
     <${Facts} items=${[
       ['Payment status', html`<${Badge} value=${i.payment_status} />`],
