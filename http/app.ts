@@ -9,6 +9,7 @@ import { RateLimiter } from './rate-limit.ts'
 import { mountRoutes, type Route } from './route.ts'
 import { healthRoutes } from './routes/health.ts'
 import { openApiRoutes } from './routes/openapi.ts'
+import { consoleMiddleware } from './console.ts'
 
 const VERSION = '0.1.0'
 
@@ -28,6 +29,7 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
     await next()
   })
   app.use(errorHandler(deps.logger))
+  app.use(consoleMiddleware({ routes }))
   app.use(
     bodyParser({
       enableTypes: ['json'],

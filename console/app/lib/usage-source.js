@@ -1,0 +1,111 @@
+// The usage chart's one data source. Today it reads POST /v1/events/usage/meter (a meter's windows)
+// and POST /v1/events/usage (raw events: counts, and grouping by a property); when
+// POST /v1/events/analytics lands, `loadUsage` is re-pointed there and `CAPABILITIES` opens the
+// group-bys and the cost that analytics answers. Pages only see the shape returned here:
+//   {windows: [ms], series: [{name, values: [number], total: "decimal"}], total, events, cost, unit}
+
+/** What this source can do; the controls offer only these (the rest are shown disabled, with why). */
+export const CAPABILITIES = {
+  groupBy: ['property'],
+  cost: false,
+  pending: 'needs POST /v1/events/analytics (coming): grouping by source or feature, and cost',
+}
+
+export const WINDOW_SIZES = ['MINUTE', '15MIN', '30MIN', 'HOUR', '3HOUR', '6HOUR', '12HOUR', 'DAY', 'WEEK', 'MONTH']
+
+/** The meter's property filters in the usage query's shape: [{key, values}] → {key: values}. */
+const filtersOf = (meter) => Object.fromEntries((meter.filters ?? []).map((f) => [f.key, f.values]))
+
+function rangeBody(q) {
+  return {
+    start_time: q.start.toISOString(),
+    end_time: q.end.toISOString(),
+    window_size: q.windowSize,
+    ...(q.customer ? { external_customer_id: q.customer } : {}),
+  }
+}
+
+/** The request that reads the measure's windows, grouped by `groupBy` (a property) when asked. */
+function usageRequest(q) {
+  const m = q.measure
+  if (m.kind === 'event') {
+    return ['/v1/events/usage', { event_name: m.eventName, aggregation_type: 'COUNT', ...(q.groupBy ? { group_by: q.groupBy } : {}), ...rangeBody(q) }]
+  }
+  const meter = m.meter
+  const own = meter.aggregation.group_by
+  // A meter's own windows, or grouped by its own group_by property: the stored meter answers.
+  if (!q.groupBy || q.groupBy === own) return ['/v1/events/usage/meter', { meter_id: meter.id, ...rangeBody(q) }]
+  // Another property: the same aggregation over the meter's raw events, grouped by it.
+  const a = meter.aggregation
+  const filters = filtersOf(meter)
+  return [
+    '/v1/events/usage',
+    {
+      event_name: meter.event_name,
+      aggregation_type: a.type,
+      ...(a.field ? { property_name: a.field } : {}),
+      ...(a.multiplier ? { multiplier: String(a.multiplier) } : {}),
+      ...(a.bucket_size ? { bucket_size: a.bucket_size } : {}),
+      ...(Object.keys(filters).length ? { filters } : {}),
+      group_by: q.groupBy,
+      ...rangeBody(q),
+    },
+  ]
+}
+
+/** Turns the API's windows into chart series: one per group (sorted by total, largest first), or one. */
+function toSeries(answer, label, grouped) {
+  const windows = answer.results.map((r) => Date.parse(r.start))
+  if (!grouped) {
+    return { windows, series: [{ name: label, values: answer.results.map((r) => Number(r.value)), total: answer.value }] }
+  }
+  const names = [...new Set(answer.results.flatMap((r) => Object.keys(r.groups ?? {})))]
+  const series = names.map((name) => {
+    const values = answer.results.map((r) => Number(r.groups?.[name] ?? 0))
+    return { name: name === '' ? '(none)' : name, values, sum: values.reduce((s, v) => s + v, 0) }
+  })
+  series.sort((x, y) => y.sum - x.sum)
+  return { windows, series: series.map(({ sum, ...s }) => ({ ...s, total: String(sum) })) }
+}
+
+/** The number of events behind the measure in the range (raw events counted; the meter's filters applied). */
+async function eventCount(api, q) {
+  const m = q.measure
+  const body = {
+    event_name: m.kind === 'event' ? m.eventName : m.meter.event_name,
+    aggregation_type: 'COUNT',
+    ...(m.kind === 'meter' && m.meter.filters?.length ? { filters: filtersOf(m.meter) } : {}),
+    ...rangeBody({ ...q, windowSize: undefined }),
+  }
+  return (await api.post('/v1/events/usage', body)).value
+}
+
+/**
+ * Loads the chart's data. `events` is a decimal string, or an ApiError when counting failed (shown as
+ * such, the chart still drawn); `cost` is null until the source can price usage.
+ */
+export async function loadUsage(api, q) {
+  const [path, body] = usageRequest(q)
+  const [answer, events] = await Promise.all([api.post(path, body), eventCount(api, q).catch((err) => err)])
+  const label = q.measure.kind === 'event' ? `${q.measure.eventName} (events)` : q.measure.meter.name
+  const { windows, series } = toSeries(answer, label, Boolean(q.groupBy))
+  return { windows, series, total: answer.value, events, cost: null, unit: answer.type, request: { path, body } }
+}
+
+/**
+ * The CSV export of the same selection, in the analytics request's shape (Flexprice's field names):
+ * until the endpoint lands it answers 404, which the page shows. A meter is named by a feature using it.
+ */
+export function exportRequest(q) {
+  return [
+    '/v1/events/analytics/export',
+    {
+      ...(q.customer ? { external_customer_id: q.customer } : {}),
+      ...(q.measure.featureId ? { feature_ids: [q.measure.featureId] } : {}),
+      start_time: q.start.toISOString(),
+      end_time: q.end.toISOString(),
+      window_size: q.windowSize,
+      ...(q.groupBy ? { group_by: [`properties.${q.groupBy}`] } : {}),
+    },
+  ]
+}
