@@ -45,6 +45,7 @@ async function serve(roles: readonly RoleName[]): Promise<void> {
   const { deps } = running
   if (running.bootstrap) printTenant(running.bootstrap, 'first start: created a tenant')
   say(`meterbill ${roles.join('+')} running: postgres=${deps.engines.postgres} clickhouse=${deps.engines.clickhouse} kafka=${config.kafkaBrokers ? config.kafkaBrokers.join(',') : 'off (direct mode)'}`)
+  if (running.metricsPort !== undefined) say(`metrics: http://${config.metrics!.host}:${running.metricsPort}/metrics`)
   if (running.port !== undefined) say(`listening on http://127.0.0.1:${running.port}  (${roles.includes('api') ? 'console: /, ' : ''}health: /v1/health, API docs: /v1/openapi.json)`)
 
   let stopping = false

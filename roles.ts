@@ -10,6 +10,7 @@ import { startLastUsedFlusher } from './domains/tenancy/keys/service.ts'
 import { bootstrapIfEmpty, type NewTenant } from './domains/tenancy/tenants/service.ts'
 import { openDeps, type Deps } from './infra/deps.ts'
 import type { Logger } from './infra/logger.ts'
+import { serveMetrics } from './infra/metrics.ts'
 import { migrate } from './infra/migrate.ts'
 import { jobs } from './worker/jobs.ts'
 import { startScheduler } from './infra/scheduler.ts'
@@ -24,6 +25,8 @@ export type RoleName = (typeof ROLE_NAMES)[number]
 export interface Running {
   deps: Deps
   port?: number
+  /** Where GET /metrics is served; absent with METRICS_PORT=off. */
+  metricsPort?: number
   bootstrap?: NewTenant
   stop(): Promise<void>
 }
@@ -39,6 +42,14 @@ export async function startRoles(
     const applied = await migrate(deps.sql, deps.ch)
     if (applied.postgres.length + applied.clickhouse.length > 0) deps.logger.info(applied, 'migrations applied')
     const bootstrap = await bootstrapIfEmpty(deps)
+    let metricsPort: number | undefined
+    if (config.metrics) {
+      const served = await serveMetrics(deps.metrics, config.metrics.host, config.metrics.port).catch((err: Error) => {
+        throw new Error(`METRICS_PORT ${config.metrics!.port} on ${config.metrics!.host}: ${err.message} (set METRICS_PORT to another port, or off)`)
+      })
+      metricsPort = served.port
+      stops.push(served.stop)
+    }
 
     let port: number | undefined
     if (roles.includes('api') || roles.includes('ingest')) {
@@ -63,6 +74,7 @@ export async function startRoles(
     return {
       deps,
       port,
+      metricsPort,
       bootstrap,
       stop: async () => {
         for (const stop of stops.reverse()) await stop().catch((err) => deps.logger.warn({ err }, 'while stopping'))

@@ -20,7 +20,7 @@ import type { KafkaHandle } from '../infra/kafka.ts'
 import { chunkRows, packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { storedRows } from './store.ts'
-import { expiresNow, rulesFor, storeRows, type Refused } from './writer.ts'
+import { expiresNow, observeBatch, rulesFor, storeRows, type Refused } from './writer.ts'
 
 const HEARTBEAT_MS = 3000
 /** Chunks in the pipeline at most: one inserting, the others prepared and waiting. */
@@ -167,6 +167,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   const handle = async ({ batch: b, heartbeat: beat, resolveOffset, isRunning, isStale }: EachBatchPayload): Promise<void> => {
     heartbeat = beat
     if (b.messages.length === 0) return
+    deps.metrics.consumerLag.set({ partition: String(b.partition) }, Number(b.highWatermark) - Number(b.lastOffset()) - 1)
     const t = chunkThread()
     // Heartbeats go on for the whole fetch (decoding, lookups and the wait for the insert before a chunk): a
     // large fetch on busy cores can take longer than the session, and a member dropped at every fetch never commits.
@@ -199,7 +200,11 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           // Ids a chunk ahead could not store after all were taken as stored: classify again.
           const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
           const ready = refusedAhead ? await prepare(t, c) : prepared
-          const refused = await storeRows(deps, chunkRows(t.calls, c.id, ready), `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, policy)
+          const rows = chunkRows(t.calls, c.id, ready)
+          const timer = deps.metrics.insertSeconds.startTimer({ path: 'kafka' })
+          const refused = await storeRows(deps, rows, `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, policy)
+          timer()
+          observeBatch(deps, 'kafka', rows.size, { ...ready.result, stored: ready.result.stored - refused.length, rejected: ready.result.rejected + refused.length })
           await deadLetter(b.topic, b.partition, records, refused)
           deps.logger.debug({ ...range, ...ready.result, refused: refused.length }, 'usage batch stored')
           await options.afterInsert?.(range)

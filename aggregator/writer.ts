@@ -100,6 +100,17 @@ const refusedCounted = (result: PreparedBatch['result'], refused: Refused[]): Ba
  */
 export async function writeBatch(deps: Deps, events: UsageEvent[], rejected: Rejected[], token: string, policy: RetryPolicy): Promise<BatchResult> {
   const batch = await prepareBatch(deps, events, rejected, policy)
-  const refused = await storeRows(deps, outcomeRows(batch.outcomes, expiresNow(deps)), token, policy)
-  return refusedCounted(batch.result, refused)
+  const rows = outcomeRows(batch.outcomes, expiresNow(deps))
+  const timer = deps.metrics.insertSeconds.startTimer({ path: 'direct' })
+  const refused = await storeRows(deps, rows, token, policy)
+  timer()
+  const result = refusedCounted(batch.result, refused)
+  observeBatch(deps, 'direct', rows.size, result)
+  return result
+}
+
+/** A stored batch in the metrics: its rows, and what became of its events. */
+export function observeBatch(deps: Deps, path: 'direct' | 'kafka', rows: number, result: Pick<BatchCounts, 'stored' | 'duplicates' | 'rejected'>): void {
+  deps.metrics.batchRows.observe({ path }, rows)
+  for (const outcome of ['stored', 'duplicates', 'rejected'] as const) if (result[outcome] > 0) deps.metrics.batchEvents.inc({ path, outcome }, result[outcome])
 }

@@ -20,6 +20,13 @@ describe('configuration', () => {
     expect(c.kafkaBrokers).toEqual(['k1:9092', 'k2:9092'])
   })
 
+  it('serves metrics on loopback port 9464 unless told otherwise, and off when METRICS_PORT is off', () => {
+    expect(loadConfig({}).metrics).toEqual({ host: '127.0.0.1', port: 9464 })
+    expect(loadConfig({ METRICS_HOST: '0.0.0.0', METRICS_PORT: '9100' }).metrics).toEqual({ host: '0.0.0.0', port: 9100 })
+    expect(loadConfig({ METRICS_PORT: 'off' }).metrics).toBeUndefined()
+    expect(() => loadConfig({ METRICS_PORT: 'ninety' })).toThrow(/METRICS_PORT/)
+  })
+
   it('has the webhook retry job of the Limits table: on, 5 per second, 5 attempts, no exclusions, all types', () => {
     expect(loadConfig({}).webhooks).toEqual({
       timeoutMs: 10_000,

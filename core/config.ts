@@ -8,6 +8,8 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 export interface Config {
   port: number
   host: string
+  /** Prometheus metrics listener (GET /metrics); absent when METRICS_PORT is off. */
+  metrics?: { host: string; port: number }
   dataDir: string
   databaseUrl?: string
   clickhouse?: { url: string; user: string; password: string; database: string }
@@ -175,6 +177,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: env.HOST?.trim() || '0.0.0.0',
+    metrics: env.METRICS_PORT?.trim().toLowerCase() === 'off' ? undefined : { host: env.METRICS_HOST?.trim() || '127.0.0.1', port: int(env, 'METRICS_PORT', 9464, 0, 65535) },
     dataDir,
     databaseUrl,
     clickhouse: clickhouseUrl

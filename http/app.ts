@@ -28,6 +28,16 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
     ctx.set('x-request-id', ctx.state.requestId as string)
     await next()
   })
+  // Outside the error handler, so the status is the one sent; the route template keeps the label set small.
+  app.use(async (ctx, next) => {
+    const timer = deps.metrics.httpSeconds.startTimer()
+    try {
+      await next()
+    } finally {
+      const route = (ctx as { _matchedRoute?: string })._matchedRoute
+      timer({ route: typeof route === 'string' ? route : 'unmatched', method: ctx.method, status: String(ctx.status) })
+    }
+  })
   app.use(errorHandler(deps.logger))
   app.use(consoleMiddleware({ routes }))
   app.use(

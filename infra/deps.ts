@@ -5,6 +5,7 @@ import { systemClock, type Clock } from '../core/clock.ts'
 import { openClickHouse, type ClickHouse } from './clickhouse.ts'
 import { openKafka, type KafkaHandle } from './kafka.ts'
 import { createLogger, type Logger } from './logger.ts'
+import { createMetrics, type Metrics } from './metrics.ts'
 import { openPostgres, type Postgres, type Sql } from './postgres.ts'
 
 export interface Deps {
@@ -13,6 +14,8 @@ export interface Deps {
   ch: ClickHouse
   logger: Logger
   clock: Clock
+  /** This process's metrics (served by roles.ts on METRICS_HOST:METRICS_PORT). */
+  metrics: Metrics
   engines: { postgres: Postgres['kind']; clickhouse: ClickHouse['kind'] }
   /** Present when KAFKA_BROKERS is set (Kafka mode); absent in direct mode. */
   kafka?: KafkaHandle
@@ -29,6 +32,7 @@ export async function openDeps(config: Config, options: { clock?: Clock; logger?
     ch,
     logger,
     clock: options.clock ?? systemClock,
+    metrics: createMetrics(),
     engines: { postgres: pg.kind, clickhouse: ch.kind },
     kafka,
     close: async () => {

@@ -37,6 +37,17 @@ function check(raw: unknown, actor: Actor, opts: NormalizeOptions): Checked {
 
 const optionsOf = (deps: Deps): NormalizeOptions => ({ receivedAt: deps.clock.now(), maxFutureMs: deps.config.maxEventFutureMs, newId: eventId })
 
+/** Hands events to the sink; counted accepted once durable, unavailable when the sink refuses them all (503). */
+async function stored(deps: Deps, events: UsageEvent[], bytes: number): Promise<void> {
+  try {
+    await sinkOf(deps).write(events, bytes)
+  } catch (err) {
+    deps.metrics.intakeEvents.inc({ outcome: 'unavailable' }, events.length)
+    throw err
+  }
+  deps.metrics.intakeEvents.inc({ outcome: 'accepted' }, events.length)
+}
+
 /** Validates all events before writing any; stores the valid ones. Throws when none is valid. */
 export async function ingestEvents(deps: Deps, actor: Actor, raws: unknown[], bytes: number): Promise<BulkResult> {
   const opts = optionsOf(deps)
@@ -53,11 +64,12 @@ export async function ingestEvents(deps: Deps, actor: Actor, raws: unknown[], by
       eventIds.push(null)
     }
   }
+  if (failed.length > 0) deps.metrics.intakeEvents.inc({ outcome: 'invalid' }, failed.length)
   if (events.length === 0) {
     const details = Object.fromEntries(failed.flatMap((f) => Object.entries(f.details).map(([k, v]) => [`events[${f.index}].${k}`, v])))
     throw new AppError('validation_error', `no valid event: ${Object.entries(details).map(([k, v]) => `${k} ${String(v)}`).join('; ')}`, details)
   }
-  await sinkOf(deps).write(events, bytes)
+  await stored(deps, events, bytes)
   return { event_ids: eventIds, failed }
 }
 
@@ -65,8 +77,9 @@ export async function ingestEvents(deps: Deps, actor: Actor, raws: unknown[], by
 export async function ingestEvent(deps: Deps, actor: Actor, raw: unknown, bytes: number): Promise<{ event_id: string }> {
   const c = check(raw, actor, optionsOf(deps))
   if ('details' in c) {
+    deps.metrics.intakeEvents.inc({ outcome: 'invalid' })
     throw new AppError('validation_error', Object.entries(c.details).map(([k, v]) => `${k} ${String(v)}`).join('; '), c.details)
   }
-  await sinkOf(deps).write([c.event], bytes)
+  await stored(deps, [c.event], bytes)
   return { event_id: c.event.id }
 }

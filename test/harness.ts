@@ -33,7 +33,7 @@ export interface Harness {
 const PASS_THROUGH = ['DATABASE_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD']
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  const env: Record<string, string> = { LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1' }
+  const env: Record<string, string> = { LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0' }
   for (const name of PASS_THROUGH) if (process.env[name]) env[name] = process.env[name]!
   env.DATA_DIR = mkdtempSync(join(tmpdir(), 'meterbill-test-'))
   seedEmbeddedPostgres(env.DATA_DIR)

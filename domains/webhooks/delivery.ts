@@ -114,6 +114,7 @@ async function attempt(deps: Deps, d: store.DueDelivery, summary: DeliverySummar
     const settlement = { status: 'failed' as const, attempts: d.attempts, nextAttemptAt: d.next_attempt_at, statusCode: null, error }
     await deps.sql.begin((tx) => store.settle(tx, d, settlement, deps.clock.now()))
     summary.failed++
+    deps.metrics.webhookDeliveries.inc({ outcome: 'failed' })
     return false
   }
   const sentAt = deps.clock.now()
@@ -126,6 +127,7 @@ async function attempt(deps: Deps, d: store.DueDelivery, summary: DeliverySummar
   await deps.sql.begin((tx) => store.settle(tx, d, { status, attempts, nextAttemptAt, statusCode: outcome.statusCode, error: outcome.error, attempt: logged }, sentAt))
   summary.sent++
   summary[status === 'pending' ? 'retrying' : status]++
+  deps.metrics.webhookDeliveries.inc({ outcome: status === 'pending' ? 'retrying' : status })
   return ok
 }
 

@@ -159,6 +159,8 @@ export async function runBilling(deps: Deps, progress: Progress = () => {}, now:
     progress(summary.subscriptions, 0, 'subscriptions')
   }
   await finalizeDue(deps, now, summary, progress)
+  deps.metrics.billingInvoices.inc(summary.invoices_created + summary.threshold_invoices)
+  deps.metrics.billingFailures.inc(summary.failed)
   summary.errors = summary.errors.slice(0, 100)
   return summary
 }
