@@ -8,6 +8,7 @@ import type { Deps } from '../infra/deps.ts'
 import { revisionRules } from '../domains/catalog/meters/service.ts'
 import * as meters from '../domains/catalog/meters/store.ts'
 import { runJob, type Job } from '../infra/scheduler.ts'
+import { writeCommitted } from '../infra/read-cache.ts'
 import { countEvents, eventsMissingRows, insertMeterUsage, type MeterUsageInsert } from './store.ts'
 
 const PAGE = 10_000
@@ -35,12 +36,14 @@ async function backfillRevision(deps: Deps, meter: meters.MeterRow): Promise<num
     }
     const last = page[page.length - 1]
     await insertMeterUsage(deps.ch, rows, `backfill:${meter.id}:${meter.revision}:${page[0].id}:${last.id}:${page.length}`)
+    writeCommitted()
     after = { customer: last.external_customer_id, timestamp: last.timestamp, id: last.id }
     processed += page.length
     await meters.recordProgress(deps.sql, meter.id, meter.revision, { status: 'running', processed, at: deps.clock.now() })
   }
   await meters.recordProgress(deps.sql, meter.id, meter.revision, { status: 'done', processed, at: deps.clock.now() })
   await meters.markReady(deps.sql, meter.id, meter.revision)
+  writeCommitted()
   return processed
 }
 

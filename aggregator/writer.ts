@@ -16,6 +16,7 @@ import type { Deps } from '../infra/deps.ts'
 import { resolutionRules } from '../domains/catalog/meters/service.ts'
 import { candidatesOf, freshOf, outcomeRows, outcomesOf, scopesOf, type BatchCounts, type BatchRows, type PreparedBatch, type Rejected } from './outcomes.ts'
 import { retry, type RetryPolicy } from './retry.ts'
+import { writeCommitted } from '../infra/read-cache.ts'
 import { expiresText, insertBatch, keysOf, lookupOf, storedRows } from './store.ts'
 
 /** An event ClickHouse refused to store, with the reason. */
@@ -81,7 +82,12 @@ async function insertOrSplit(deps: Deps, rows: BatchRows, from: number, to: numb
 }
 
 /** Inserts a batch's rows; `token` names it so that a retry of it is deduplicated by ClickHouse. Returns what ClickHouse refused. */
-export const storeRows = (deps: Deps, rows: BatchRows, token: string, policy: RetryPolicy): Promise<Refused[]> => insertOrSplit(deps, rows, 0, rows.size, token, policy)
+export async function storeRows(deps: Deps, rows: BatchRows, token: string, policy: RetryPolicy): Promise<Refused[]> {
+  const refused = await insertOrSplit(deps, rows, 0, rows.size, token, policy)
+  // Usage moved: real-time balances cached in this process are read again (infra/read-cache.ts).
+  writeCommitted()
+  return refused
+}
 
 /** The end of the dedup window of rows inserted now, as event_batches.expires_at. */
 export const expiresNow = (deps: Deps): string => expiresText(new Date(deps.clock.now().getTime() + deps.config.dedupWindowDays * 86_400_000))

@@ -5,13 +5,19 @@ import type { Actor, Scope } from '../../core/scope.ts'
 import type { ListParams, Page } from '../../core/list.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { recordEvent } from '../../infra/outbox.ts'
+import { writeCommitted } from '../../infra/read-cache.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'
 import type { Audit, RecordTable } from '../../infra/records.ts'
 import { toWire } from './wire.ts'
 
 export const auditOf = (deps: Deps, actor: Actor): Audit => ({ by: actor.keyId, at: deps.clock.now() })
 
-export const transaction = <T>(deps: Deps, work: (tx: Tx) => Promise<T>): Promise<T> => deps.sql.begin(work) as Promise<T>
+/** One transaction per change; once it commits, cached hot reads (infra/read-cache.ts) are read again. */
+export async function transaction<T>(deps: Deps, work: (tx: Tx) => Promise<T>): Promise<T> {
+  const result = (await deps.sql.begin(work)) as T
+  writeCommitted()
+  return result
+}
 
 /** Writes `<noun>.<action>` to the outbox with the record as the payload, in the caller's transaction. */
 export async function announce(db: Db, scope: Scope, eventType: string, table: RecordTable, record: { id: string }): Promise<void> {

@@ -5,6 +5,7 @@ import { mergeEntitlements, type EntitlementSource, type MergedEntitlement } fro
 import { notFound } from '../../core/errors.ts'
 import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
+import { ReadCache } from '../../infra/read-cache.ts'
 import { decodeJson } from '../../infra/records.ts'
 import { FEATURES, type FeatureRow } from '../catalog/features/service.ts'
 import { entitlementSources, type SourceRow } from './entitlements-store.ts'
@@ -33,7 +34,17 @@ const sourceOf = (row: SourceRow): EntitlementSource => ({
   static_value: row.static_value,
 })
 
-export async function customerEntitlements(
+const cache = new WeakMap<Deps, ReadCache<CustomerEntitlements>>()
+
+/** SDKs call this on their own hot path: answered from memory for up to READ_CACHE_MS, never across a write of this process. */
+export function customerEntitlements(deps: Deps, actor: Actor, customer: { id: string } | { external_id: string }, query: EntitlementQuery): Promise<CustomerEntitlements> {
+  let mine = cache.get(deps)
+  if (!mine) cache.set(deps, (mine = new ReadCache()))
+  const key = JSON.stringify([actor.tenantId, actor.environmentId, customer, query.feature_ids ?? null, query.subscription_ids ?? null])
+  return mine.read(key, deps.clock.now(), () => readEntitlements(deps, actor, customer, query))
+}
+
+async function readEntitlements(
   deps: Deps,
   actor: Actor,
   customer: { id: string } | { external_id: string },

@@ -15,6 +15,7 @@ import { listSubscriptions, searchLineItems } from '../../subscriptions/read.ts'
 import { meterUsage } from '../../usage/queries/service.ts'
 import { balanceAt } from './ledger.ts'
 import * as store from './store.ts'
+import { ReadCache } from '../../../infra/read-cache.ts'
 import { present, type WalletView } from './view.ts'
 
 const UNPAID = ['INITIATED', 'PENDING', 'PROCESSING', 'FAILED']
@@ -76,7 +77,16 @@ export interface OngoingView extends WalletView {
   balance_updated_at: Date
 }
 
-export async function ongoingBalanceOf(deps: Deps, actor: Actor, id: string): Promise<OngoingView> {
+const cache = new WeakMap<Deps, ReadCache<OngoingView>>()
+
+/** SDKs gate on this: answered from memory for up to READ_CACHE_MS, never across a write of this process (usage included within that bound). */
+export function ongoingBalanceOf(deps: Deps, actor: Actor, id: string): Promise<OngoingView> {
+  let mine = cache.get(deps)
+  if (!mine) cache.set(deps, (mine = new ReadCache()))
+  return mine.read(JSON.stringify([actor.tenantId, actor.environmentId, id]), deps.clock.now(), () => readOngoingBalance(deps, actor, id))
+}
+
+async function readOngoingBalance(deps: Deps, actor: Actor, id: string): Promise<OngoingView> {
   const at = deps.clock.now()
   const wallet = await requireRecord<store.WalletRow>(deps.sql, store.WALLETS, actor, id)
   const o = await ongoingOf(deps, actor, wallet, at)
