@@ -29,6 +29,20 @@ const siblings = tiers
     to: { path: `^domains/${alt(tier)}/`, pathNot: '^domains/$1/' },
   }))
 
+/** A floor imports nothing above it: the floors over it and the program's top (bench and tests drive it all). */
+const ABOVE = ['infra', 'domains', 'http', 'ingest', 'aggregator', 'worker', 'bench', 'test']
+const floors = [
+  ['core-is-pure', 'core', 'core/ is pure calculation: it imports nothing of the layers above it'],
+  ['infra-below-domains', 'infra', 'infra/ holds the engines: it imports core/ and infra/ only'],
+  ['domains-below-entry-points', 'domains', 'domains/ use core/, infra/ and lower domains; never http/ or an entry point'],
+].map(([name, floor, comment]) => ({
+  name,
+  comment,
+  severity: 'error',
+  from: { path: `^${floor}/`, ...PRODUCTION },
+  to: { path: `^${alt(ABOVE.slice(ABOVE.indexOf(floor) + 1))}/|^(cli|roles)\\.ts$` },
+}))
+
 const IO = ['node:fs', 'fs', 'node:net', 'net', 'node:http', 'http', 'node:https', 'https', 'node:child_process', 'child_process', 'node:worker_threads', 'worker_threads', 'node:dgram', 'node:dns', 'node:tls', 'postgres', 'kafkajs', 'chdb', '@clickhouse/client', 'koa', '@koa/router', '@koa/bodyparser', 'pino', 'node-cron', '@electric-sql/pglite', '@electric-sql/pglite-socket', 'pdfkit']
 
 module.exports = {
@@ -40,33 +54,13 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
-    {
-      name: 'core-is-pure',
-      comment: 'core/ is pure calculation: it imports nothing of the layers above it',
-      severity: 'error',
-      from: { path: '^core/', ...PRODUCTION },
-      to: { path: '^(infra|domains|http|ingest|aggregator|worker|bench|test)/|^(cli|roles)\\.ts$' },
-    },
+    ...floors,
     {
       name: 'core-no-io',
       comment: 'core/ does no I/O: no engine, network, file system or thread module',
       severity: 'error',
       from: { path: '^core/', ...PRODUCTION },
       to: { dependencyTypes: ['core', 'npm'], path: `^(${IO.map((m) => m.replace(/[./]/g, '\\$&')).join('|')})$` },
-    },
-    {
-      name: 'infra-below-domains',
-      comment: 'infra/ holds the engines: it imports core/ and infra/ only',
-      severity: 'error',
-      from: { path: '^infra/', ...PRODUCTION },
-      to: { path: '^(domains|http|ingest|aggregator|worker|bench|test)/|^(cli|roles)\\.ts$' },
-    },
-    {
-      name: 'domains-below-entry-points',
-      comment: 'domains/ use core/, infra/ and lower domains; never http/ or an entry point',
-      severity: 'error',
-      from: { path: '^domains/', ...PRODUCTION },
-      to: { path: '^(http|ingest|aggregator|worker|bench|test)/|^(cli|roles)\\.ts$' },
     },
     {
       name: 'only-the-top-imports-http',
