@@ -38,8 +38,7 @@ export interface MergedEntitlement {
   static_values: string[]
 }
 
-export const RESET_PERIODS = ['DAILY', 'WEEKLY', 'MONTHLY', 'QUARTERLY', 'HALF_YEARLY', 'ANNUAL', 'NEVER'] as const
-export type ResetPeriod = (typeof RESET_PERIODS)[number]
+export type ResetPeriod = 'DAILY' | 'WEEKLY' | 'MONTHLY' | 'QUARTERLY' | 'HALF_YEARLY' | 'ANNUAL' | 'NEVER'
 
 /** What an entitlement request may set; which fields apply depends on the feature's type. */
 export interface EntitlementTermsInput {

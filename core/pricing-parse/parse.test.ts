@@ -177,6 +177,8 @@ const understood: Row[] = [
   },
   { text: '$49/month, 2.9% per transaction', plans: { standard: ['FIXED FLAT_FEE MONTHLY 49'] }, warnings: ['percentage fees'] },
   { text: 'Pro: $20/month. Our office is in Berlin', plans: { pro: ['FIXED FLAT_FEE MONTHLY 20'] }, warnings: ['not understood'] },
+  { text: '$49/month, SSO, audit logs', plans: { standard: ['FIXED FLAT_FEE MONTHLY 49', 'sso on', 'audit_logs on'] } },
+  { text: '$20/month, billed through our reseller network', plans: { standard: ['FIXED FLAT_FEE MONTHLY 20'] }, warnings: ['not understood'] },
   { text: '$20/month', options: { plan_name: 'Hobby' }, plans: { hobby: ['FIXED FLAT_FEE MONTHLY 20'] } },
 ]
 

@@ -31,6 +31,16 @@ export interface ParseOptions {
 
 const MAX_LENGTH = 4000
 
+/** The refusal of a description in which nothing could be placed (a model may still read it). */
+export const NOTHING_PLACED = 'no price, allowance or feature was recognised'
+
+/** Words of a sentence rather than of a feature's name: such a phrase is a feature only after "includes", "with", a plan's name. */
+const NOT_IN_FEATURE_NAMES = new Set([
+  'we', 'our', 'you', 'your', 'they', 'is', 'are', 'be', 'will', 'can', 'may', 'should', 'must', 'billed', 'paid', 'charged', 'invoiced',
+  'through', 'via', 'by', 'from', 'if', 'when', 'unless', 'please', 'contact', 'per', 'price', 'prices', 'cost', 'costs', 'dollar', 'dollars',
+  'euro', 'euros', 'pound', 'pounds', 'cent', 'cents', 'bucks',
+])
+
 /** A plan's name in a phrase: a word, or two when the second is capitalised ("Enterprise Plus"). */
 const NAME = String.raw`([A-Za-z][\w+]*(?:\s+[A-Z][\w+]*)?)`
 
@@ -258,6 +268,8 @@ class Parser {
     }
     const volume = /\bvolume\b|\ball units\b|\bentire usage\b/i.test(raw)
     let target = plan ?? this.current ?? this.defaultPlan()
+    // After a placed phrase, a short noun phrase in the same list is a feature ("$49/month, SSO, audit logs").
+    let listed = false
     for (const phrase of phrases(text)) {
       // "Starter $19/mo, Pro $49/mo": a plan's name before its price switches to that plan.
       const named = new RegExp(`^(?:[Tt]he\\s+)?${NAME}(?:\\s+[Pp]lan)?\\s*(?:at|for|costs?|is|=|:)?\\s*(?=\\p{Sc}|\\d|[A-Z]{3}\\s?\\d|custom|contact)`, 'u').exec(phrase.text)
@@ -268,16 +280,16 @@ class Parser {
       }
       if (['includes', 'including', 'with', 'plus'].includes(phrase.connector)) cue = true
       const before = this.placed
-      const handled = this.phrase(target, phrase.text, { cue, volume, then: phrase.connector === 'then' })
+      const handled = this.phrase(target, phrase.text, { cue, listed, volume, then: phrase.connector === 'then' })
       if (!handled) this.warn(phrase.text, 'not understood: left out')
-      else if (this.placed > before) cue = true
+      else if (this.placed > before) listed = true
     }
   }
 
   // ---- phrases -----------------------------------------------------------------------------------------
 
   /** Places one phrase on `plan`; false when nothing in it could be read. */
-  private phrase(plan: Plan, text: string, ctx: { cue: boolean; volume: boolean; then: boolean }): boolean {
+  private phrase(plan: Plan, text: string, ctx: { cue: boolean; listed: boolean; volume: boolean; then: boolean }): boolean {
     const lower = text.toLowerCase().trim()
     if (!lower) return true
     if (/\b(?:after that|thereafter|beyond that|above that|afterwards|over that)\b|\bafter$/.test(lower)) ctx = { ...ctx, then: true }
@@ -323,7 +335,8 @@ class Parser {
       return true
     }
     const words = text.trim().split(/\s+/)
-    if (ctx.cue && words.length <= 6 && !tokens.some((t) => t.k === 'money')) {
+    const name = !words.some((w) => NOT_IN_FEATURE_NAMES.has(w.toLowerCase()) || periodNoun(w) || periodAdverb(w))
+    if (name && ((ctx.cue && words.length <= 6) || (ctx.listed && words.length <= 4))) {
       this.grant(plan, text.trim(), 'boolean')
       return true
     }
@@ -508,7 +521,7 @@ class Parser {
     }
     if (plans.length === 0 || (plans.every((p) => p.prices.length === 0) && features.length === 0)) {
       throw new AppError('validation_error', 'nothing in the description could be placed as a price, meter or feature', {
-        description: 'no price, allowance or feature was recognised',
+        description: NOTHING_PLACED,
         warnings: this.warnings,
       })
     }

@@ -2,7 +2,7 @@
 // bare amount), numbers with their magnitude, percentages, words and the signs that matter ("/", ":",
 // "-", "+"). Unknown currencies and negative amounts are refused here, naming what was written.
 import { validationError } from '../errors.ts'
-import { D, type Decimal } from '../money.ts'
+import type { Decimal } from '../money.ts'
 import { currencyWord, magnitude, plainNumber, symbolAt, unknownCurrency } from './lexicon.ts'
 
 export type Token =
@@ -143,5 +143,3 @@ export const isSym = (t: Token | undefined, s: string): boolean => t?.k === 'sym
 
 /** Whole numbers only: a limit or tier bound of 1.5 units is refused by the caller. */
 export const whole = (d: Decimal): number | undefined => (d.isInteger() && d.lte(Number.MAX_SAFE_INTEGER) ? d.toNumber() : undefined)
-
-export const zero = (): Decimal => new D(0)
