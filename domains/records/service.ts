@@ -5,13 +5,29 @@ import type { Actor, Scope } from '../../core/scope.ts'
 import type { ListParams, Page } from '../../core/list.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { recordEvent } from '../../infra/outbox.ts'
-import type { Db, Tx } from '../../infra/postgres.ts'
+import type { Db, Sql, Tx } from '../../infra/postgres.ts'
 import type { Audit, RecordTable } from '../../infra/records.ts'
 import { toWire } from './wire.ts'
 
 export const auditOf = (deps: Deps, actor: Actor): Audit => ({ by: actor.keyId, at: deps.clock.now() })
 
 export const transaction = <T>(deps: Deps, work: (tx: Tx) => Promise<T>): Promise<T> => deps.sql.begin(work) as Promise<T>
+
+/**
+ * Deps whose every query runs in `tx`: a service's own transaction (`deps.sql.begin`) becomes a savepoint of
+ * it. Services then compose into one all-or-nothing change — creating a parsed pricing configuration,
+ * cloning an environment — through the same functions the routes call, without in-transaction copies of
+ * each. A failure inside rolls its savepoint back and propagates, so the caller's transaction fails whole.
+ */
+export function inTransaction(deps: Deps, tx: Tx): Deps {
+  const sql = new Proxy(tx, {
+    get(target, property, receiver) {
+      if (property === 'begin') return (a: unknown, b?: unknown) => target.savepoint((typeof a === 'function' ? a : b) as (sql: Tx) => Promise<unknown>)
+      return Reflect.get(target, property, receiver)
+    },
+  })
+  return { ...deps, sql: sql as unknown as Sql }
+}
 
 /** Writes `<noun>.<action>` to the outbox with the record as the payload, in the caller's transaction. */
 export async function announce(db: Db, scope: Scope, eventType: string, table: RecordTable, record: { id: string }): Promise<void> {
