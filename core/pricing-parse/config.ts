@@ -46,6 +46,8 @@ export interface PlanDraft {
 export interface Warning {
   text: string
   message: string
+  /** True when part of the description is not in the configuration (not merely an assumption or a note). */
+  left_out?: boolean
 }
 
 export interface PricingConfig {

@@ -180,6 +180,7 @@ const understood: Row[] = [
   { text: '$49/month, SSO, audit logs', plans: { standard: ['FIXED FLAT_FEE MONTHLY 49', 'sso on', 'audit_logs on'] } },
   { text: '$20/month, billed through our reseller network', plans: { standard: ['FIXED FLAT_FEE MONTHLY 20'] }, warnings: ['not understood'] },
   { text: '$20/month', options: { plan_name: 'Hobby' }, plans: { hobby: ['FIXED FLAT_FEE MONTHLY 20'] } },
+  { text: 'Pro: $49/month. Pro: $59/month', plans: { pro: ['FIXED FLAT_FEE MONTHLY 49', 'FIXED FLAT_FEE MONTHLY 59'] }, warnings: ['more than one MONTHLY price'] },
 ]
 
 const refused: { text: string; field: string; message: RegExp; options?: ParseOptions }[] = [
@@ -228,6 +229,15 @@ describe('parsing a pricing description without a model', () => {
     expect(e.code).toBe('validation_error')
     expect(Object.keys(e.details)).toContain(field)
     expect(String(e.details[field])).toMatch(message)
+  })
+
+  it('marks the warnings that leave part of the description out, apart from notes and assumptions', () => {
+    const { warnings } = parsePricingDescription('¥500/month, billed through our reseller network; 2.9% per transaction')
+    expect(warnings.map((w) => [w.text, w.left_out])).toEqual([
+      ['¥500', false],
+      ['billed through our reseller network', true],
+      ['2.9% per transaction', false],
+    ])
   })
 
   it('names meters, features and units as a customer would send and read them', () => {

@@ -122,8 +122,9 @@ class Parser {
 
   constructor(private readonly options: ParseOptions) {}
 
-  warn(text: string, message: string): void {
-    this.warnings.push({ text: text.trim(), message })
+  /** A note on the configuration; `leftOut` when part of the description is not in it (a model may place it). */
+  warn(text: string, message: string, leftOut = false): void {
+    this.warnings.push({ text: text.trim(), message, left_out: leftOut })
   }
 
   plan(name: string, explicit = true): Plan {
@@ -281,7 +282,7 @@ class Parser {
       if (['includes', 'including', 'with', 'plus'].includes(phrase.connector)) cue = true
       const before = this.placed
       const handled = this.phrase(target, phrase.text, { cue, listed, volume, then: phrase.connector === 'then' })
-      if (!handled) this.warn(phrase.text, 'not understood: left out')
+      if (!handled) this.warn(phrase.text, 'not understood: left out', true)
       else if (this.placed > before) listed = true
     }
   }
@@ -314,7 +315,7 @@ class Parser {
     if (tokens.some((t) => t.k === 'pct')) return this.percent(plan, text, tokens)
     const m = tokens.findIndex((t) => t.k === 'money')
     if (m >= 0) {
-      if (tokens.filter((t) => t.k === 'money').length > 1) this.warn(text, 'only the first amount of this phrase was read: separate prices with commas')
+      if (tokens.filter((t) => t.k === 'money').length > 1) this.warn(text, 'only the first amount of this phrase was read: separate prices with commas', true)
       return this.priced(plan, text, tokens, m, ctx)
     }
     // A bare amount where a price goes ("49 per month", "0.002 per call"): the description's currency.
@@ -367,7 +368,7 @@ class Parser {
       last.money = { ...last.money, amount: last.money.amount.times(3) }
       last.period = 'QUARTERLY'
     } else {
-      this.warn(text, 'this billing period does not follow from the price before it: left out')
+      this.warn(text, 'this billing period does not follow from the price before it: left out', true)
     }
     return true
   }
@@ -419,7 +420,7 @@ class Parser {
     const unit = words ? this.unit(words) : suffix.per > 1 || bound || ctx.then || suffix.each ? this.lastUnitOf(plan) : undefined
     if (!unit) {
       if (bound || suffix.per > 1 || ctx.then) {
-        this.warn(text, 'which unit this price is for is not said: left out')
+        this.warn(text, 'which unit this price is for is not said: left out', true)
         return true
       }
       plan.fixed.push({ money, period: 'MONTHLY', count: 1 })
@@ -451,7 +452,7 @@ class Parser {
     if (!unit) return false
     const count = whole((tokens[n] as Extract<Token, { k: 'num' }>).value)
     if (count === undefined) {
-      this.warn(text, 'a limit must be a whole number of units: left out')
+      this.warn(text, 'a limit must be a whole number of units: left out', true)
       return true
     }
     const after = readPeriodAt(tokens, unit.end)
@@ -510,7 +511,7 @@ class Parser {
       for (const from of plan.inherits) {
         const source = plans.find((p) => p.name.toLowerCase() === from.toLowerCase())
         if (!source || !draft) {
-          this.warn(`everything in ${from}`, `no plan ${from} to take features from`)
+          this.warn(`everything in ${from}`, `no plan ${from} to take features from: left out`, true)
           continue
         }
         for (const e of source.entitlements) if (!draft.entitlements.some((x) => x.feature_ref === e.feature_ref)) draft.entitlements.push({ ...e })
@@ -547,7 +548,11 @@ class Parser {
     const entitlements: EntitlementDraft[] = []
     const base = { currency } as const
     const amount = (d: Decimal) => d.toFixed()
+    const periodsSeen = new Set<string>()
     for (const f of plan.fixed) {
+      const key = `${f.period}×${f.count}`
+      if (periodsSeen.has(key)) this.warn(f.money.text, `plan ${plan.name} has more than one ${f.period} price: a subscription pays each of them`)
+      periodsSeen.add(key)
       prices.push({ ...base, type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: f.period, ...(f.count > 1 && { billing_period_count: f.count }), amount: amount(f.money.amount) })
     }
     if (plan.fixed.length === 0 && !plan.seat && /^free$/i.test(plan.name) && plan.usage.every((l) => l.segments.every((s) => s.free))) {

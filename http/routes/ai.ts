@@ -53,7 +53,7 @@ const warning: JsonSchema = {
   type: 'object',
   required: ['text', 'message'],
   additionalProperties: false,
-  properties: { text: { type: 'string', maxLength: 4000 }, message: { type: 'string', maxLength: 1000 } },
+  properties: { text: { type: 'string', maxLength: 4000 }, message: { type: 'string', maxLength: 1000 }, left_out: { type: 'boolean', default: false } },
 }
 
 /** A pricing configuration: what the parser answers, and what a model's answer must be. */

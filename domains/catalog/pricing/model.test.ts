@@ -86,6 +86,10 @@ describe('POST /v1/ai/pricing/parse with a model', () => {
   it('does not ask the model when the rules place everything, unless asked to', async () => {
     const res = await parse({ description: '$20/month' })
     expect(res.body.source).toBe('rules')
+    // Notes and assumptions leave nothing out: no model either.
+    const noted = await parse({ description: '¥2000/month; SSO on Enterprise' })
+    expect(noted.body.source).toBe('rules')
+    expect(noted.body.warnings.map((w: any) => w.left_out)).toEqual([false, false])
     expect(received).toEqual([])
     answer = { content: '```json\n' + JSON.stringify(modelConfig()) + '\n```' }
     const asked = await parse({ description: '$20/month', parser: 'model' })

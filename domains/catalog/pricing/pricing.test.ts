@@ -33,7 +33,7 @@ describe('POST /v1/ai/pricing/parse', () => {
       currency: 'USD', type: 'USAGE', billing_model: 'PACKAGE', billing_period: 'MONTHLY', amount: '3',
       transform_quantity: { divide_by: 1000000, round: 'up' }, meter_ref: 'token_usage', display_name: 'Tokens',
     })
-    expect(res.body.warnings).toEqual([{ text: 'Enterprise', message: expect.stringContaining('has no price') }])
+    expect(res.body.warnings).toEqual([{ text: 'Enterprise', message: expect.stringContaining('has no price'), left_out: false }])
     expect(await counts(t.h)).toEqual(before)
   })
 

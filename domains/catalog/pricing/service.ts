@@ -1,6 +1,7 @@
 // POST /v1/ai/pricing/parse: a plain-language pricing description → a configuration ready to create.
 // The rules parser (core/pricing-parse) answers first; when a model endpoint is configured (AI_PROVIDER_URL)
-// and the rules could not place everything — or the caller asks for the model — the model is asked too,
+// and the rules left part of the description out (a warning with left_out) or placed nothing — or the
+// caller asks for the model — the model is asked too,
 // and its answer is used only if it passes the same checks as a create request: the JSON schemas of the
 // create endpoints (handed in by the route) and the creation rules (checkConfig). Otherwise the rules'
 // answer stands, with a warning saying why the model's was not used.
@@ -96,13 +97,13 @@ export async function parsePricing(deps: Deps, input: ParseInput, shape: ShapeCh
     if (!modelMayHelp(err)) throw err
     refusal = err
   }
-  if (ruled && parser === 'auto' && ruled.warnings.length === 0) return { ...ruled, source: 'rules' }
+  if (ruled && parser === 'auto' && !ruled.warnings.some((w) => w.left_out)) return { ...ruled, source: 'rules' }
   try {
     return { ...(await askModel(deps, input, shape)), source: 'model' }
   } catch (err) {
     if (!(err instanceof AppError) && !(err instanceof AiError)) throw err
     deps.logger.warn({ err: why(err) }, 'pricing parse: the model answer was not used')
-    const warning = { text: '', message: `the model's answer was not used: ${why(err)}` }
+    const warning = { text: '', message: `the model's answer was not used: ${why(err)}`, left_out: false }
     if (ruled) return { ...ruled, warnings: [...ruled.warnings, warning], source: 'rules' }
     const e = refusal as AppError
     throw new AppError(e.code, e.message, { ...e.details, model: warning.message })
