@@ -273,7 +273,7 @@ class Parser {
     let listed = false
     for (const phrase of phrases(text)) {
       // "Starter $19/mo, Pro $49/mo": a plan's name before its price switches to that plan.
-      const named = new RegExp(`^(?:[Tt]he\\s+)?${NAME}(?:\\s+[Pp]lan)?\\s*(?:at|for|costs?|is|=|:)?\\s*(?=\\p{Sc}|\\d|[A-Z]{3}\\s?\\d|custom|contact)`, 'u').exec(phrase.text)
+      const named = new RegExp(`^(?:[Tt]he\\s+)?${NAME}(?:\\s+[Pp]lan)?\\s*(?:at|for|costs?|is|=|:)?\\s*(?=\\p{Sc}|[A-Z]{3}\\s?\\d|custom|contact)`, 'u').exec(phrase.text)
       if (named && this.isPlanName(named[1]) && phrase.text.length > named[0].length) {
         target = this.current = this.plan(named[1])
         phrase.text = phrase.text.slice(named[0].length)
@@ -504,7 +504,7 @@ class Parser {
       let key = slug(plan.name)
       for (let n = 2; keys.has(key); n++) key = `${slug(plan.name)}_${n}`
       keys.add(key)
-      plans.push({ ...draft, lookup_key: key })
+      plans.push({ name: draft.name, lookup_key: key, prices: draft.prices, entitlements: draft.entitlements })
     }
     for (const plan of this.plans) {
       const draft = plans.find((p) => p.name === plan.name)
@@ -592,7 +592,10 @@ class Parser {
       feature({ ref, name: line.unit.name, type: 'metered', lookup_key: ref, meter_ref: meter.ref, unit_singular: singularPhrase(line.unit.name), unit_plural: line.unit.name })
       const usage = this.compileUsage(plan, line)
       for (const p of usage.prices) {
-        for (const period of periods) prices.push({ ...base, ...p, type: 'USAGE', meter_ref: meter.ref, billing_period: period.period, ...(period.count > 1 && { billing_period_count: period.count }), display_name: line.unit.name } as PriceDraft)
+        const { billing_model, ...amounts } = p
+        for (const period of periods) {
+          prices.push({ ...base, type: 'USAGE', billing_model, billing_period: period.period, ...(period.count > 1 && { billing_period_count: period.count }), ...amounts, meter_ref: meter.ref, display_name: line.unit.name } as PriceDraft)
+        }
       }
       if (usage.allowance !== undefined && periods.length > 1) {
         this.warn(line.unit.name, `plan ${plan.name}: the allowance of ${usage.allowance} ${line.unit.name} applies per billing period, whichever period a subscription takes`)
@@ -853,9 +856,16 @@ const BOUND_SKIP = new Set(['at', 'for', 'cost', 'costs', 'is', 'are', 'billed',
 /** What precedes an amount: a tier bound ("first 10,000 calls at", "1,001-10,000:", "over 10,000") and the unit. */
 function readPrefix(tokens: Token[], m: number): { bound?: Bound; unit?: string[] } {
   const num = (x: Token | undefined) => (x?.k === 'num' ? whole(x.value) : undefined)
+  // The unit after the bound ("first 10,000 calls at"), else before it ("SMS 1-1,000: $0.05").
+  const unitBefore = (at: number) => {
+    let start = at - 1
+    while (start >= 0 && isWord(tokens[start]) && !UNIT_STOP.has((tokens[start] as Extract<Token, { k: 'word' }>).l) && at - start <= 4) start--
+    const unit = readUnit(tokens, start + 1)
+    return unit && unit.end === at ? unit.words : undefined
+  }
   for (let k = m - 1; k >= 0; k--) {
     const t = tokens[k]
-    const unitAfter = (at: number) => readUnit(tokens, at)?.words
+    const unitAfter = (at: number) => readUnit(tokens, at)?.words ?? unitBefore(k)
     if (isWord(t, 'first', 'next') && num(tokens[k + 1]) !== undefined) return { bound: { size: num(tokens[k + 1]) }, unit: unitAfter(k + 2) }
     if (t.k === 'num' && isSym(tokens[k + 1], '-') && num(tokens[k + 2]) !== undefined && num(t) !== undefined) return { bound: { from: num(t), to: num(tokens[k + 2]) }, unit: unitAfter(k + 3) }
     if (t.k === 'num' && isSym(tokens[k + 1], '+') && num(t) !== undefined) return { bound: { from: num(t), open: true }, unit: unitAfter(k + 2) }
