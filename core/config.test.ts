@@ -56,4 +56,14 @@ describe('configuration', () => {
   ])('stops on %o naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message)
   })
+
+  it('reads the model endpoint of the pricing parser, and refuses its settings without one', () => {
+    expect(loadConfig({}).ai).toBeUndefined()
+    expect(loadConfig({ AI_PROVIDER_URL: 'http://127.0.0.1:11434/v1' }).ai).toEqual({ url: 'http://127.0.0.1:11434/v1', key: undefined, model: 'gpt-4o-mini', timeoutMs: 20_000 })
+    expect(loadConfig({ AI_PROVIDER_URL: 'https://api.example/v1', AI_PROVIDER_KEY: 'sk-1', AI_MODEL: 'llama3.1', AI_TIMEOUT_SECONDS: '5' }).ai).toEqual({ url: 'https://api.example/v1', key: 'sk-1', model: 'llama3.1', timeoutMs: 5000 })
+    expect(() => loadConfig({ AI_PROVIDER_URL: 'ftp://x' })).toThrow('AI_PROVIDER_URL must use http: or https:')
+    expect(() => loadConfig({ AI_PROVIDER_KEY: 'sk-1' })).toThrow('AI_PROVIDER_KEY is set but AI_PROVIDER_URL is not')
+    expect(() => loadConfig({ AI_PROVIDER_URL: 'http://x', AI_MODEL: 'two words' })).toThrow('AI_MODEL must be a model name')
+    expect(() => loadConfig({ AI_PROVIDER_URL: 'http://x', AI_TIMEOUT_SECONDS: '0' })).toThrow('AI_TIMEOUT_SECONDS must be between 1 and 300')
+  })
 })

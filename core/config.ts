@@ -43,6 +43,17 @@ export interface Config {
   webhooks: { timeoutMs: number; backoffMs: number; retry: WebhookRetry }
   /** 32-byte key (hex) that seals stored secrets (provider credentials, webhook signing secrets); absent: one generated into DATA_DIR. */
   secretsKey?: string
+  /** An OpenAI-compatible chat API that POST /v1/ai/pricing/parse may ask; absent: the rules parser alone. */
+  ai?: AiConfig
+}
+
+export interface AiConfig {
+  /** The API's base (…/v1) or its chat-completions address. */
+  url: string
+  /** Sent as a bearer token when set. */
+  key?: string
+  model: string
+  timeoutMs: number
 }
 
 /** The stale-webhook retry job of the specification's Limits table. */
@@ -150,6 +161,20 @@ function secretsKey(env: Env): string | undefined {
   return key ?? former
 }
 
+/** AI_PROVIDER_URL and its companions; a key, model or timeout without the URL is a mistake, not a default. */
+function aiConfig(env: Env): AiConfig | undefined {
+  const address = url(env, 'AI_PROVIDER_URL', ['http:', 'https:'])
+  if (!address) {
+    for (const name of ['AI_PROVIDER_KEY', 'AI_MODEL', 'AI_TIMEOUT_SECONDS']) {
+      if (env[name]?.trim()) throw new ConfigError(name, 'is set but AI_PROVIDER_URL is not')
+    }
+    return undefined
+  }
+  const model = env.AI_MODEL?.trim() || 'gpt-4o-mini'
+  if (/\s/.test(model) || model.length > 200) throw new ConfigError('AI_MODEL', `must be a model name without spaces, got "${env.AI_MODEL}"`)
+  return { url: address, key: env.AI_PROVIDER_KEY?.trim() || undefined, model, timeoutMs: int(env, 'AI_TIMEOUT_SECONDS', 20, 1, 300) * 1000 }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`)
@@ -211,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
       creditNoteNumberTemplate: numberTemplate(env, 'CREDIT_NOTE_NUMBER_TEMPLATE', CREDIT_NOTE_NUMBER_TEMPLATE),
     },
     secretsKey: secretsKey(env),
+    ai: aiConfig(env),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
       backoffMs: int(env, 'WEBHOOK_RETRY_BACKOFF_SECONDS', 300, 1, 86400) * 1000,

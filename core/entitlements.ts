@@ -8,7 +8,9 @@
 // - is_soft_limit: true only when every enabled metered source is soft; one hard limit keeps it hard.
 // - usage_reset_period: the first enabled source's (the plan's, ahead of addons).
 // - static_values: the enabled sources' static values, in source order, each once.
-// A disabled source is listed among the sources but adds nothing.
+// A disabled source is listed among the sources but adds nothing. Also here: which entitlement fields
+// each feature type takes (entitlementTerms).
+import { validationError } from './errors.ts'
 
 export type FeatureType = 'metered' | 'boolean' | 'static'
 
@@ -34,6 +36,50 @@ export interface MergedEntitlement {
   is_soft_limit: boolean
   usage_reset_period: string | null
   static_values: string[]
+}
+
+export type ResetPeriod = 'DAILY' | 'WEEKLY' | 'MONTHLY' | 'QUARTERLY' | 'HALF_YEARLY' | 'ANNUAL' | 'NEVER'
+
+/** What an entitlement request may set; which fields apply depends on the feature's type. */
+export interface EntitlementTermsInput {
+  is_enabled?: boolean
+  usage_limit?: number | null
+  usage_reset_period?: ResetPeriod | null
+  is_soft_limit?: boolean
+  static_value?: string | null
+}
+
+export interface EntitlementTerms {
+  feature_type: FeatureType
+  is_enabled: boolean
+  usage_limit: number | null
+  usage_reset_period: ResetPeriod | null
+  is_soft_limit: boolean
+  static_value: string | null
+}
+
+/**
+ * The fields the feature's type uses: boolean → is_enabled; metered → usage_limit (null: unlimited) with a
+ * required usage_reset_period and is_soft_limit; static → a required static_value. A field another type uses
+ * is refused, not silently dropped.
+ */
+export function entitlementTerms(type: FeatureType, input: EntitlementTermsInput): EntitlementTerms {
+  const refuse = (fields: (keyof EntitlementTermsInput)[]) => {
+    for (const f of fields) if (input[f] != null && input[f] !== false) throw validationError(f, `is not used by ${type} features`)
+  }
+  const base = { feature_type: type, is_enabled: input.is_enabled ?? true, usage_limit: null, usage_reset_period: null, is_soft_limit: false, static_value: null }
+  if (type === 'boolean') {
+    refuse(['usage_limit', 'usage_reset_period', 'is_soft_limit', 'static_value'])
+    return base
+  }
+  if (type === 'static') {
+    refuse(['usage_limit', 'usage_reset_period', 'is_soft_limit'])
+    if (!input.static_value) throw validationError('static_value', 'is required for static features')
+    return { ...base, static_value: input.static_value }
+  }
+  refuse(['static_value'])
+  if (!input.usage_reset_period) throw validationError('usage_reset_period', 'is required for metered features')
+  return { ...base, usage_limit: input.usage_limit ?? null, usage_reset_period: input.usage_reset_period, is_soft_limit: input.is_soft_limit ?? false }
 }
 
 export function mergeEntitlements(featureType: FeatureType, sources: readonly EntitlementSource[]): MergedEntitlement {

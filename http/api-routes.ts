@@ -21,5 +21,6 @@ import { jobRoutes } from './routes/jobs.ts'
 import { taxRoutes } from './routes/taxes.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
 import { integrationRoutes } from './routes/integrations.ts'
+import { aiRoutes } from './routes/ai.ts'
 
-export const apiRoutes: Route[] = [...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes]
+export const apiRoutes: Route[] = [...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes]

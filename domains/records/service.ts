@@ -6,7 +6,7 @@ import type { ListParams, Page } from '../../core/list.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { recordEvent } from '../../infra/outbox.ts'
 import { writeCommitted } from '../../infra/read-cache.ts'
-import type { Db, Tx } from '../../infra/postgres.ts'
+import type { Db, Sql, Tx } from '../../infra/postgres.ts'
 import type { Audit, RecordTable } from '../../infra/records.ts'
 import { toWire } from './wire.ts'
 
@@ -17,6 +17,22 @@ export async function transaction<T>(deps: Deps, work: (tx: Tx) => Promise<T>): 
   const result = (await deps.sql.begin(work)) as T
   writeCommitted()
   return result
+}
+
+/**
+ * Deps whose every query runs in `tx`: a service's own transaction (`deps.sql.begin`) becomes a savepoint of
+ * it. Services then compose into one all-or-nothing change — creating a parsed pricing configuration,
+ * cloning an environment — through the same functions the routes call, without in-transaction copies of
+ * each. A failure inside rolls its savepoint back and propagates, so the caller's transaction fails whole.
+ */
+export function inTransaction(deps: Deps, tx: Tx): Deps {
+  const sql = new Proxy(tx, {
+    get(target, property, receiver) {
+      if (property === 'begin') return (a: unknown, b?: unknown) => target.savepoint((typeof a === 'function' ? a : b) as (sql: Tx) => Promise<unknown>)
+      return Reflect.get(target, property, receiver)
+    },
+  })
+  return { ...deps, sql: sql as unknown as Sql }
 }
 
 /** Writes `<noun>.<action>` to the outbox with the record as the payload, in the caller's transaction. */

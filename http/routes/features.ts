@@ -36,18 +36,21 @@ const fields: Record<string, JsonSchema> = {
   metadata: metadataSchema,
 }
 
+/** A feature as POST /v1/features takes it (the pricing parser's features are checked against it too). */
+export const featureSchema: JsonSchema = {
+  type: 'object',
+  required: ['name', 'type'],
+  additionalProperties: false,
+  properties: { ...fields, type: { type: 'string', enum: ['metered', 'boolean', 'static'] }, meter_id: { type: 'string', minLength: 1 } },
+}
+
 export const featureRoutes: Route[] = recordRoutes({
   path: '/v1/features',
   tag: 'Features',
   noun: 'feature',
   sortable: ['created_at', 'updated_at', 'name'],
   filters: service.FILTERS,
-  createBody: {
-    type: 'object',
-    required: ['name', 'type'],
-    additionalProperties: false,
-    properties: { ...fields, type: { type: 'string', enum: ['metered', 'boolean', 'static'] }, meter_id: { type: 'string', minLength: 1 } },
-  },
+  createBody: featureSchema,
   // type and meter are fixed at creation: entitlements and prices were made for them.
   updateBody: { type: 'object', additionalProperties: false, properties: { ...fields, version: versionField } },
   service: {

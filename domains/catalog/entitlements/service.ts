@@ -1,6 +1,7 @@
 // Entitlements: what a plan or an addon grants of a feature. Boolean features are on or off, metered
 // ones carry a usage limit (null: unlimited) with its reset period, static ones carry a value.
-import { invalidOperation, validationError } from '../../../core/errors.ts'
+import { entitlementTerms } from '../../../core/entitlements.ts'
+import { invalidOperation } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
@@ -35,29 +36,6 @@ export interface UpdateEntitlementInput extends Omit<EntitlementInput, 'feature_
   version?: number
 }
 
-type Terms = Pick<store.EntitlementRow, 'feature_type' | 'is_enabled' | 'usage_limit' | 'usage_reset_period' | 'is_soft_limit' | 'static_value'>
-
-/** The fields the feature's type uses; a field another type uses is refused, not silently dropped. */
-function termsFor(feature: FeatureRow, input: Omit<EntitlementInput, 'feature_id'>): Terms {
-  const refuse = (fields: (keyof Omit<EntitlementInput, 'feature_id'>)[]) => {
-    for (const f of fields) if (input[f] != null && input[f] !== false) throw validationError(f, `is not used by ${feature.type} features`)
-  }
-  const base = { feature_type: feature.type, is_enabled: input.is_enabled ?? true, usage_limit: null, usage_reset_period: null, is_soft_limit: false, static_value: null }
-  if (feature.type === 'boolean') {
-    refuse(['usage_limit', 'usage_reset_period', 'is_soft_limit', 'static_value'])
-    return base
-  }
-  if (feature.type === 'static') {
-    refuse(['usage_limit', 'usage_reset_period', 'is_soft_limit'])
-    if (!input.static_value) throw validationError('static_value', 'is required for static features')
-    return { ...base, static_value: input.static_value }
-  }
-  refuse(['static_value'])
-  if (!input.usage_reset_period) throw validationError('usage_reset_period', 'is required for metered features')
-  return { ...base, usage_limit: input.usage_limit ?? null, usage_reset_period: input.usage_reset_period, is_soft_limit: input.is_soft_limit ?? false }
-}
-
-
 async function withFeatures(db: Db, scope: Scope, rows: store.EntitlementRow[]): Promise<EntitlementView[]> {
   const features = new Map((await findRecords<FeatureRow>(db, FEATURES, scope, rows.map((r) => r.feature_id))).map((f) => [f.id, f]))
   return rows.map((row) => ({ ...row, feature: features.get(row.feature_id)! }))
@@ -82,7 +60,7 @@ export async function createEntitlementsIn(
       const row = await insertRecord<store.EntitlementRow>(tx, store.ENTITLEMENTS, actor, audit, {
         ...entity,
         feature_id: feature.id,
-        ...termsFor(feature, input),
+        ...entitlementTerms(feature.type, input),
         display_order: input.display_order ?? 0,
         metadata: input.metadata ?? {},
       })
@@ -149,7 +127,7 @@ export async function updateEntitlement(deps: Deps, actor: Actor, id: string, in
       store.ENTITLEMENTS,
       actor,
       id,
-      { ...termsFor(current.feature, merged), display_order: merged.display_order, metadata: merged.metadata },
+      { ...entitlementTerms(current.feature.type, merged), display_order: merged.display_order, metadata: merged.metadata },
       { version, audit },
     )
     const view = { ...row, feature: current.feature }
