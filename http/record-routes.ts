@@ -28,6 +28,8 @@ export interface RecordApi<R> {
   filters: FilterSpec
   createBody?: JsonSchema
   updateBody?: JsonSchema
+  /** What DELETE answers: the deleted record (200, the default) or nothing (204, where Flexprice's clients expect it). */
+  deleted?: 'record' | 'no_content'
   service: Partial<RecordService<R>>
 }
 
@@ -84,9 +86,18 @@ export function recordRoutes<R>(api: RecordApi<R>): Route[] {
         method: 'DELETE',
         path: item,
         tag,
-        summary: `Delete a ${noun} (soft: its status becomes deleted)`,
+        summary: `Delete a ${noun} (soft: its status becomes deleted${api.deleted === 'no_content' ? '; GET still reads it' : ''})`,
         permission: 'write',
-        handler: ({ deps, actor, params }) => wire(s.remove!(deps, actor, params.id)),
+        ...(api.deleted === 'no_content'
+          ? {
+              status: 204,
+              handler: async ({ deps, actor, params, ctx }) => {
+                await s.remove!(deps, actor, params.id)
+                ctx.status = 204
+                return undefined
+              },
+            }
+          : { handler: ({ deps, actor, params }) => wire(s.remove!(deps, actor, params.id)) }),
       }),
   ]
   return routes.filter((r): r is Route => Boolean(r))

@@ -94,6 +94,14 @@ export async function findCustomerByExternalId(deps: Deps, scope: Scope, externa
   return row
 }
 
+/** The customer one of `id` or `external_customer_id` names (Flexprice's query form); naming none or both is refused. */
+export async function resolveCustomerId(deps: Deps, scope: Scope, by: { id?: string; external_customer_id?: string }): Promise<string> {
+  if (by.id && by.external_customer_id) throw validationError('id', 'give id or external_customer_id, not both')
+  if (by.id) return by.id
+  if (by.external_customer_id) return (await findCustomerByExternalId(deps, scope, by.external_customer_id)).id
+  throw validationError('id', 'id or external_customer_id is required')
+}
+
 export async function getCustomerByExternalId(deps: Deps, actor: Actor, externalId: string): Promise<CustomerView> {
   return viewOf(deps.sql, actor, await findCustomerByExternalId(deps, actor, externalId))
 }

@@ -33,6 +33,7 @@ export const taxRoutes: Route[] = [
       additionalProperties: false,
       properties: { name, description: { type: ['string', 'null'], maxLength: 2000 }, tax_rate_status: { type: 'string', enum: ['ACTIVE', 'INACTIVE'] }, metadata: metadataSchema, version: versionField },
     },
+    deleted: 'no_content',
     service: service.taxRates,
   }),
   ...recordRoutes({
