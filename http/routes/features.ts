@@ -2,6 +2,7 @@ import type { Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { metadataSchema, versionField } from '../record-schema.ts'
+import { meterBody } from './meters.ts'
 import * as service from '../../domains/catalog/features/service.ts'
 
 const level: JsonSchema = {
@@ -46,7 +47,12 @@ export const featureRoutes: Route[] = recordRoutes({
     type: 'object',
     required: ['name', 'type'],
     additionalProperties: false,
-    properties: { ...fields, type: { type: 'string', enum: ['metered', 'boolean', 'static'] }, meter_id: { type: 'string', minLength: 1 } },
+    properties: {
+      ...fields,
+      type: { type: 'string', enum: ['metered', 'boolean', 'static'] },
+      meter_id: { type: 'string', minLength: 1 },
+      meter: { ...meterBody, description: 'a new meter for a metered feature, created with it in one transaction (instead of meter_id)' },
+    },
   },
   // type and meter are fixed at creation: entitlements and prices were made for them.
   updateBody: { type: 'object', additionalProperties: false, properties: { ...fields, version: versionField } },

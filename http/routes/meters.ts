@@ -16,7 +16,8 @@ const filters: JsonSchema = {
   },
 }
 
-const createBody: JsonSchema = {
+/** A new meter; also the inline `meter` of a feature created with its meter. */
+export const meterBody: JsonSchema = {
   type: 'object',
   required: ['name', 'event_name', 'aggregation'],
   additionalProperties: false,
@@ -55,7 +56,7 @@ export const meterRoutes: Route[] = [
     tag: 'Meters',
     summary: 'Create a meter; events stored before it are backfilled (see backfill on the meter)',
     permission: 'write',
-    body: createBody,
+    body: meterBody,
     status: 201,
     handler: ({ deps, actor, body }) => service.createMeter(deps, actor, body),
   }),
