@@ -20,6 +20,8 @@ export interface EntitlementView extends store.EntitlementRow {
 
 export interface EntitlementInput {
   feature_id: string
+  /** Optional (Flexprice's clients always send it): must be the feature's type. */
+  feature_type?: FeatureRow['type']
   is_enabled?: boolean
   usage_limit?: number | null
   usage_reset_period?: store.ResetPeriod | null
@@ -42,6 +44,7 @@ function termsFor(feature: FeatureRow, input: Omit<EntitlementInput, 'feature_id
   const refuse = (fields: (keyof Omit<EntitlementInput, 'feature_id'>)[]) => {
     for (const f of fields) if (input[f] != null && input[f] !== false) throw validationError(f, `is not used by ${feature.type} features`)
   }
+  if (input.feature_type && input.feature_type !== feature.type) throw validationError('feature_type', `is ${input.feature_type}, but feature ${feature.id} is ${feature.type}`)
   const base = { feature_type: feature.type, is_enabled: input.is_enabled ?? true, usage_limit: null, usage_reset_period: null, is_soft_limit: false, static_value: null }
   if (feature.type === 'boolean') {
     refuse(['usage_limit', 'usage_reset_period', 'is_soft_limit', 'static_value'])
@@ -110,6 +113,22 @@ export async function createEntitlement(deps: Deps, actor: Actor, input: CreateE
       await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
       const [view] = await createEntitlementsIn(tx, actor, audit, entity, [fields])
       return view
+    }),
+  )
+}
+
+/** Several entitlements, each of its own plan or addon, in one transaction: all are made or none (errors name items[i]). */
+export async function createEntitlementsBulk(deps: Deps, actor: Actor, items: CreateEntitlementInput[]): Promise<EntitlementView[]> {
+  const audit = auditOf(deps, actor)
+  return uniqueEntitlements(items, () =>
+    transaction(deps, async (tx) => {
+      const views: EntitlementView[] = []
+      for (const [i, { plan_id, entity_type, entity_id, ...fields }] of items.entries()) {
+        const entity = await within(`items[${i}]`, () => entityOf({ plan_id, entity_type, entity_id }))
+        await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+        views.push(...(await within(`items[${i}]`, () => createEntitlementsIn(tx, actor, audit, entity, [fields]))))
+      }
+      return views
     }),
   )
 }

@@ -82,6 +82,23 @@ export async function createPrice(deps: Deps, actor: Actor, input: CreatePriceIn
   )
 }
 
+/** Several prices, each of its own plan or addon, in one transaction: all are made or none (errors name items[i]). */
+export async function createPricesBulk(deps: Deps, actor: Actor, items: CreatePriceInput[]): Promise<store.PriceRow[]> {
+  const entities: EntityRef[] = []
+  for (const [i, { plan_id, entity_type, entity_id }] of items.entries()) entities.push(await within(`items[${i}]`, () => entityOf({ plan_id, entity_type, entity_id })))
+  const prepared = await preparePrices(deps, actor, items.map(({ plan_id: _p, entity_type: _t, entity_id: _e, ...price }) => price), 'items')
+  return uniquely('price', priceKeys(prepared), () =>
+    transaction(deps, async (tx) => {
+      const rows: store.PriceRow[] = []
+      for (const [i, entity] of entities.entries()) {
+        await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+        rows.push(...(await insertPrices(tx, actor, auditOf(deps, actor), entity, [prepared[i]])))
+      }
+      return rows
+    }),
+  )
+}
+
 export const getPrice = (deps: Deps, actor: Actor, id: string): Promise<store.PriceRow> =>
   requireRecord<store.PriceRow>(deps.sql, store.PRICES, actor, id)
 
