@@ -4,7 +4,8 @@
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
+import { notFound } from '../../../core/errors.ts'
+import { deleteRecord, filterConditions, findPublishedBy, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
 import { createEntitlementsIn, entitlementsOf, uniqueEntitlements, type EntitlementInput, type EntitlementView } from '../entitlements/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { insertPrices, preparePrices, priceKeys, pricesOf, type NewPrice, type PriceRow } from '../prices/service.ts'
@@ -27,8 +28,12 @@ interface OfferingFields {
   metadata?: Record<string, string>
 }
 
+/** An addon's type (addons only): onetime or multiple_instance. */
+type AddonType = 'onetime' | 'multiple_instance'
+
 export interface CreateOfferingInput extends OfferingFields {
   name: string
+  type?: AddonType
   prices?: NewPrice[]
   entitlements?: EntitlementInput[]
 }
@@ -69,6 +74,13 @@ export async function createOffering(deps: Deps, actor: Actor, kind: OfferingKin
 
 export async function getOffering(deps: Deps, actor: Actor, kind: OfferingKind, id: string): Promise<OfferingView> {
   const row = await requireRecord<store.OfferingRow>(deps.sql, kind.table, actor, id)
+  return (await expand(deps.sql, actor, kind, [row]))[0]
+}
+
+/** The published plan or addon with this lookup_key. */
+export async function getOfferingByLookupKey(deps: Deps, actor: Actor, kind: OfferingKind, lookupKey: string): Promise<OfferingView> {
+  const row = await findPublishedBy<store.OfferingRow>(deps.sql, kind.table, actor, 'lookup_key', lookupKey)
+  if (!row) throw notFound(`${kind.table.noun} with lookup_key`, lookupKey)
   return (await expand(deps.sql, actor, kind, [row]))[0]
 }
 
