@@ -14,6 +14,7 @@ import type { Db, Tx } from '../../../infra/postgres.ts'
 import { deleteRecord, filterConditions, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { requireOffering } from '../../catalog/offerings/kinds.ts'
+import { getCustomer } from '../../customers/service.ts'
 import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
 import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { grantCredits } from '../wallets/service.ts'
@@ -166,6 +167,14 @@ export async function upcomingGrants(deps: Deps, actor: Actor, subscriptionId: s
   const where = [deps.sql`subscription_id = ${sub.id}`, deps.sql`application_status IN ('pending', 'failed')`]
   // A cancelled subscription has nothing upcoming after its end; the job marks those skipped when they come due.
   if (sub.cancelled_at) where.push(deps.sql`scheduled_for < ${sub.cancelled_at}`)
+  const { rows, total } = await listRecords<store.ApplicationRow>(deps.sql, store.APPLICATIONS, actor, { ...params, sort: 'scheduled_for', order: 'asc' }, where)
+  return page(rows, total, params)
+}
+
+/** GET /v1/customers/{id}/grants/upcoming: the same over every subscription of the customer, soonest first. */
+export async function customerUpcomingGrants(deps: Deps, actor: Actor, customerId: string, { params }: ListRequest): Promise<Page<store.ApplicationRow>> {
+  const customer = await getCustomer(deps, actor, customerId)
+  const where = [deps.sql`application_status IN ('pending', 'failed')`, store.ofCustomerUncancelled(deps.sql, actor, customer.id)]
   const { rows, total } = await listRecords<store.ApplicationRow>(deps.sql, store.APPLICATIONS, actor, { ...params, sort: 'scheduled_for', order: 'asc' }, where)
   return page(rows, total, params)
 }
