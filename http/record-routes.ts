@@ -28,6 +28,8 @@ export interface RecordApi<R> {
   filters: FilterSpec
   createBody?: JsonSchema
   updateBody?: JsonSchema
+  /** What a create answers: 201 (the default), or 200 where Flexprice documents it and its SDK accepts nothing else. */
+  createdStatus?: 200 | 201
   /** What DELETE answers: the deleted record (200, the default) or nothing (204, where Flexprice's clients expect it). */
   deleted?: 'record' | 'no_content'
   service: Partial<RecordService<R>>
@@ -66,7 +68,7 @@ export function recordRoutes<R>(api: RecordApi<R>): Route[] {
         summary: `Create a ${noun}`,
         permission: 'write',
         body: api.createBody,
-        status: 201,
+        status: api.createdStatus ?? 201,
         handler: ({ deps, actor, body }) => wire(s.create!(deps, actor, body)),
       }),
     ...(list || []),
