@@ -13,7 +13,7 @@ import { groupRoutes } from './routes/groups.ts'
 import { meterRoutes } from './routes/meters.ts'
 import { eventRoutes } from './routes/events.ts'
 import { usageRoutes } from './routes/usage.ts'
-import { walletRoutes } from './routes/wallets.ts'
+import { customerWalletLookup, walletRoutes } from './routes/wallets.ts'
 import { couponRoutes } from './routes/coupons.ts'
 import { creditNoteRoutes } from './routes/credit-notes.ts'
 import { invoiceRoutes } from './routes/invoices.ts'
@@ -22,4 +22,5 @@ import { taxRoutes } from './routes/taxes.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
 import { integrationRoutes } from './routes/integrations.ts'
 
-export const apiRoutes: Route[] = [...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes]
+// Static paths that a record route's {id} would also match are mounted first.
+export const apiRoutes: Route[] = [customerWalletLookup, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes]
