@@ -56,7 +56,29 @@ function offeringRoutes(kind: OfferingKind, path: string, tag: string, extra: Re
   })
 }
 
-export const planRoutes: Route[] = offeringRoutes(PLAN, '/v1/plans', 'Plans', { display_order: { type: 'integer' } }, creditGrants)
+export const planRoutes: Route[] = [
+  ...offeringRoutes(PLAN, '/v1/plans', 'Plans', { display_order: { type: 'integer' } }, creditGrants),
+  defineRoute<service.CloneOfferingInput>({
+    method: 'POST',
+    path: '/v1/plans/{id}/clone',
+    tag: 'Plans',
+    summary: 'A new plan made from a published one: its prices (without lookup keys), entitlements and credit grants copied in one transaction',
+    permission: 'write',
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 255 },
+        lookup_key: { type: ['string', 'null'], minLength: 1, maxLength: 255 },
+        description: { type: ['string', 'null'], maxLength: 2000 },
+        display_order: { type: 'integer' },
+        metadata: metadataSchema,
+      },
+    },
+    status: 201,
+    handler: async ({ deps, actor, params, body }) => toWire((await creditGrants(deps, actor, [await service.cloneOffering(deps, actor, PLAN, params.id, body)]))[0]),
+  }),
+]
 export const addonRoutes: Route[] = [
   defineRoute({
     method: 'GET',

@@ -99,6 +99,16 @@ export async function createPricesBulk(deps: Deps, actor: Actor, items: CreatePr
   )
 }
 
+/** Copies of prices for another plan or addon (a clone): the same terms, without their lookup keys (those stay unique). */
+export function copyPrices(tx: Tx, scope: Scope, audit: Audit, entity: EntityRef, prices: store.PriceRow[]): Promise<store.PriceRow[]> {
+  const copies = prices.map(({ id: _id, tenant_id: _t, environment_id: _e, created_at: _ca, created_by: _cb, updated_at: _ua, updated_by: _ub, version: _v, status: _s, ...terms }) => ({
+    ...terms,
+    lookup_key: null,
+    ...entity,
+  }))
+  return insertRecords<store.PriceRow>(tx, store.PRICES, scope, audit, copies)
+}
+
 export const getPrice = (deps: Deps, actor: Actor, id: string): Promise<store.PriceRow> =>
   requireRecord<store.PriceRow>(deps.sql, store.PRICES, actor, id)
 

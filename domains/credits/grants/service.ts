@@ -11,9 +11,10 @@ import { periodBoundary, type BillingPeriod } from '../../../core/periods.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { deleteRecord, filterConditions, insertRecord, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { requireOffering } from '../../catalog/offerings/kinds.ts'
+import { copyWithOfferings } from '../../catalog/offerings/service.ts'
 import { getCustomer } from '../../customers/service.ts'
 import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
 import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
@@ -135,6 +136,14 @@ export async function withCreditGrants<P extends { id: string }>(db: Db, scope: 
   const grants = await planCreditGrants(db, scope, plans.map((p) => p.id))
   return plans.map((plan) => ({ ...plan, credit_grants: grants.filter((g) => g.plan_id === plan.id) }))
 }
+
+// A cloned plan gets copies of the plan's credit grants, in the clone's transaction.
+copyWithOfferings(async (tx, actor, audit, kind, fromId, toId) => {
+  if (kind.entityType !== 'PLAN') return
+  const grants = await planCreditGrants(tx, actor, [fromId])
+  const copies = grants.map(({ id: _id, tenant_id: _t, environment_id: _e, created_at: _ca, created_by: _cb, updated_at: _ua, updated_by: _ub, version: _v, status: _s, ...terms }) => ({ ...terms, plan_id: toId }))
+  await insertRecords(tx, store.GRANTS, actor, audit, copies)
+})
 
 /** GET /v1/plans/{id}/creditgrants. */
 export async function listGrantsOfPlan(deps: Deps, actor: Actor, planId: string): Promise<Page<store.GrantRow>> {
