@@ -107,6 +107,12 @@ describe('plans, prices and addons', () => {
     expect((await fp().plans.queryPlan({ lookupKey: 'pro' })).items?.map((p) => p.id)).toEqual([plan.id])
     expect(await fp().plans.updatePlan(plan.id!, { description: 'For larger teams' })).toMatchObject({ description: 'For larger teams' })
     expect((await fp().creditGrants.getPlanCreditGrants(plan.id!)).items).toEqual([])
+    await fp().creditGrants.createCreditGrant({ name: 'Monthly', scope: 'PLAN', planId: plan.id, credits: '10', cadence: 'RECURRING', period: 'MONTHLY', expirationType: 'NEVER' })
+
+    const copy = await fp().plans.postPlansIdClone(plan.id!, { name: 'Pro (2025)', lookupKey: 'pro-2025' })
+    expect(copy).toMatchObject({ name: 'Pro (2025)', lookupKey: 'pro-2025', description: 'For larger teams', displayOrder: 2 })
+    expect(copy.prices?.map((p) => [p.amount, p.lookupKey ?? null]).sort()).toEqual([['100', null], ['49', null]])
+    expect(copy.creditGrants?.map((g) => [g.name, g.credits])).toEqual([['Monthly', '10']])
 
     await fp().prices.deletePrice(bulk.items![0].id!, {})
     await fp().plans.deletePlan(plan.id!)
@@ -122,6 +128,16 @@ describe('plans, prices and addons', () => {
     expect(await fp().addons.updateAddon(addon.id!, { description: '100 GB more' })).toMatchObject({ description: '100 GB more' })
     expect((await fp().entitlements.getAddonEntitlements(addon.id!)).items).toEqual([])
     await fp().addons.deleteAddon(addon.id!)
+  })
+
+  it('mints, lists and revokes an API key (204)', async () => {
+    const made = await fp().secrets.createApiKey({ name: 'ci', type: 'private_key' })
+    expect(made.apiKey).toMatch(/.{32,}/)
+    expect((await fp().secrets.listApiKeys()).items?.map((k) => k.id)).toContain(made.secret?.id)
+    const ok = await sdk(t.h, made.apiKey!).customers.queryCustomer({})
+    expect(ok.items).toBeDefined()
+    await fp().secrets.deleteApiKey(made.secret!.id!)
+    expect((await failure(sdk(t.h, made.apiKey!).customers.queryCustomer({}))).statusCode).toBe(401)
   })
 
   it('creates, reads, searches and deletes a group', async () => {

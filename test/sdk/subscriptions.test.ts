@@ -11,7 +11,7 @@ let fp: Flexprice
 /** Usage of a new meter answers 503 until its backfill ran; the SDK retries 503 when asked to. */
 const retrying = { retries: { strategy: 'backoff' as const, backoff: { initialInterval: 100, maxInterval: 500, exponent: 1.5, maxElapsedTime: 20_000 }, retryConnectionErrors: false } }
 
-const catalog = {} as { customerId: string; planId: string; addonId: string; featureId: string; meterId: string }
+const catalog = {} as { customerId: string; planId: string; addonId: string; featureId: string; meterId: string; subscribedAt: string }
 
 beforeAll(async () => {
   fp = sdk(t.h)
@@ -48,6 +48,7 @@ describe('subscriptions', () => {
     })
     expect(sub).toMatchObject({ customerId: catalog.customerId, planId: catalog.planId, currency: 'USD', subscriptionStatus: 'active', billingPeriod: 'MONTHLY' })
     expect(sub.lineItems).toHaveLength(3)
+    catalog.subscribedAt = sub.startDate!
 
     expect((await fp.subscriptions.getSubscription(sub.id!)).id).toBe(sub.id)
     const v2 = await fp.subscriptions.getSubscriptionV2(sub.id!)
@@ -63,6 +64,9 @@ describe('subscriptions', () => {
     const addons = await fp.subscriptions.getSubscriptionAddonAssociations(sub.id!)
     expect(addons.map((a) => [a.addonId, a.addon?.lookupKey])).toEqual([[catalog.addonId, 'support']])
     expect((await fp.subscriptions.getSubscriptionUpcomingGrants(sub.id!)).items).toEqual([])
+
+    const preview = await fp.invoices.getInvoicePreview({ subscriptionId: sub.id! })
+    expect(preview).toMatchObject({ subscriptionId: sub.id, customerId: catalog.customerId, currency: 'USD' })
 
     const labelled = await fp.subscriptions.updateSubscription(sub.id!, { cancelAtPeriodEnd: true })
     expect(labelled).toMatchObject({ id: sub.id, cancelAtPeriodEnd: true })
@@ -88,15 +92,17 @@ describe('subscriptions', () => {
 })
 
 describe('events and usage', () => {
-  const at = (minutesAgo: number) => new Date(Date.now() - minutesAgo * 60_000).toISOString()
+  const at = (secondsAgo: number) => new Date(Date.now() - secondsAgo * 1000).toISOString()
+  // Just after the subscription started, so its current period counts them.
+  const afterStart = (ms: number) => new Date(Date.parse(catalog.subscribedAt) + ms).toISOString()
 
   it('ingests one event and a batch, lists them raw, and reads one by id', async () => {
-    const one = await fp.events.ingestEvent({ eventId: 'sdk-ev-1', eventName: 'llm.tokens', externalCustomerId: 'sdk-sub-1', timestamp: at(30), properties: { tokens: '1200', model: 'small' } })
+    const one = await fp.events.ingestEvent({ eventId: 'sdk-ev-1', eventName: 'llm.tokens', externalCustomerId: 'sdk-sub-1', timestamp: afterStart(1), properties: { tokens: '1200', model: 'small' } })
     expect(one).toMatchObject({ event_id: 'sdk-ev-1' })
     const bulk = await fp.events.ingestEventsBulk({
       events: [
-        { eventId: 'sdk-ev-2', eventName: 'llm.tokens', externalCustomerId: 'sdk-sub-1', timestamp: at(20), properties: { tokens: '300', model: 'large' } },
-        { eventId: 'sdk-ev-3', eventName: 'llm.tokens', externalCustomerId: 'sdk-sub-1', timestamp: at(10), properties: { tokens: '500', model: 'large' } },
+        { eventId: 'sdk-ev-2', eventName: 'llm.tokens', externalCustomerId: 'sdk-sub-1', timestamp: afterStart(2), properties: { tokens: '300', model: 'large' } },
+        { eventId: 'sdk-ev-3', eventName: 'llm.tokens', externalCustomerId: 'sdk-sub-1', timestamp: afterStart(3), properties: { tokens: '500', model: 'large' } },
       ],
     })
     expect(bulk).toBeTypeOf('object')
@@ -115,11 +121,14 @@ describe('events and usage', () => {
   })
 
   it("reads the usage of the feature's meter and of an event name", async () => {
-    const range = { startTime: at(60), endTime: at(-1) }
+    const range = { startTime: at(3600), endTime: at(-60) }
     const byMeter = await fp.events.getUsageByMeter({ meterId: catalog.meterId, externalCustomerId: 'sdk-sub-1', ...range }, retrying)
     expect(byMeter).toMatchObject({ eventName: 'llm.tokens', type: 'SUM', value: 2000 })
     const byName = await fp.events.getUsageStatistics({ eventName: 'llm.tokens', aggregationType: 'COUNT', externalCustomerId: 'sdk-sub-1', ...range })
     expect(byName).toMatchObject({ type: 'COUNT', value: 3 })
+    const summary = await fp.customers.getCustomerUsageSummary({ customerLookupKey: 'sdk-sub-1' }, retrying)
+    expect(summary.customerId).toBe(catalog.customerId)
+    expect(summary.features?.map((f) => [f.feature?.id, f.currentUsage, f.totalLimit, f.usagePercent])).toEqual([[catalog.featureId, '2000', 1_000_000, '0.2']])
     const grouped = await fp.events.getUsageStatistics({ eventName: 'llm.tokens', aggregationType: 'SUM', propertyName: 'tokens', externalCustomerId: 'sdk-sub-1', windowSize: 'DAY', ...range })
     expect(grouped.value).toBe(2000)
     expect(grouped.results?.length).toBeGreaterThan(0)
