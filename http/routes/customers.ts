@@ -101,4 +101,38 @@ export const customerRoutes: Route[] = [
       return toWire(await service.updateCustomer(deps, actor, id, mappings<service.UpdateCustomerInput>(body)))
     },
   }),
+  defineRoute<service.MappingCreateInput>({
+    method: 'POST',
+    path: '/v1/entity-integration-mappings',
+    tag: 'Customers',
+    summary: "Map a customer to its id at a provider (Flexprice's entity integration mapping; customers are the entities mapped here)",
+    permission: 'write',
+    body: {
+      type: 'object',
+      required: ['entity_id', 'entity_type', 'provider_type', 'provider_entity_id'],
+      additionalProperties: false,
+      properties: {
+        entity_id: { type: 'string', minLength: 1 },
+        entity_type: { type: 'string', enum: ['customer'] },
+        provider_type: { type: 'string', minLength: 1, maxLength: 64 },
+        provider_entity_id: { type: 'string', minLength: 1, maxLength: 255 },
+        metadata: metadataSchema,
+      },
+    },
+    status: 201,
+    handler: async ({ deps, actor, body }) => toWire(await service.addMapping(deps, actor, body)),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/entity-integration-mappings/{id}',
+    tag: 'Customers',
+    summary: 'End a mapping (204); its provider id may be mapped again',
+    permission: 'write',
+    status: 204,
+    handler: async ({ deps, actor, params, ctx }) => {
+      await service.removeMapping(deps, actor, params.id)
+      ctx.status = 204
+      return undefined
+    },
+  }),
 ]
