@@ -1,5 +1,6 @@
-// Flexprice's SDK against the catalog: customers, features (with an inline meter), entitlements, plans,
-// prices, addons and groups — only SDK calls, each method's success and the fields a caller reads.
+// Flexprice's SDK against the catalog: customers (and their provider mappings), features (with an inline
+// meter), entitlements, plans, prices, addons, groups, API keys and provider connections — only SDK calls,
+// each method's success and the fields a caller reads.
 import { describe, expect, it } from 'vitest'
 import { twoTenants } from '../catalog.ts'
 import { failure, sdk } from './client.ts'
@@ -146,5 +147,35 @@ describe('plans, prices and addons', () => {
     expect((await fp().groups.getGroup(g.id!)).id).toBe(g.id)
     expect((await fp().groups.queryGroup({ lookupKey: 'compute' })).items?.map((x) => x.id)).toEqual([g.id])
     await fp().groups.deleteGroup(g.id!)
+  })
+})
+
+describe('provider connections and mappings', () => {
+  it("maps a customer to its provider id and ends the mapping (204)", async () => {
+    const c = await fp().customers.createCustomer({ externalId: 'sdk-mapped', integrationEntityMapping: [{ provider: 'stripe', id: 'cus_S1' }] })
+    const m = await fp().entityIntegrationMappings.createEntityIntegrationMapping({ entityId: c.id!, entityType: 'customer', providerType: 'hubspot', providerEntityId: 'hs-42' })
+    expect(m).toMatchObject({ entityId: c.id, entityType: 'customer', providerType: 'hubspot', providerEntityId: 'hs-42' })
+    const again = await failure(fp().entityIntegrationMappings.createEntityIntegrationMapping({ entityId: c.id!, entityType: 'customer', providerType: 'hubspot', providerEntityId: 'hs-42' }))
+    expect(again.statusCode).toBe(409)
+    await fp().entityIntegrationMappings.deleteEntityIntegrationMapping(m.id!)
+    // Ended: the provider id is free to be mapped again; the mapping made with the customer stays.
+    await fp().entityIntegrationMappings.createEntityIntegrationMapping({ entityId: c.id!, entityType: 'customer', providerType: 'hubspot', providerEntityId: 'hs-42' })
+    expect((await failure(fp().entityIntegrationMappings.createEntityIntegrationMapping({ entityId: c.id!, entityType: 'customer', providerType: 'stripe', providerEntityId: 'cus_S1' }))).statusCode).toBe(409)
+  })
+
+  it("saves Stripe credentials as the environment's Stripe connection, reads it by provider, lists it as linked, deletes it (204)", async () => {
+    const saved = await fp().integrations.createOrUpdateIntegration('stripe', { name: 'Stripe', provider: 'stripe', credentials: { secret_key: 'sk_test_1', webhook_secret: 'whsec_1' } })
+    expect(saved).toMatchObject({ name: 'Stripe', provider: 'stripe', type: 'integration', status: 'published' })
+    const rolled = await fp().integrations.createOrUpdateIntegration('stripe', { name: 'Stripe (EU)', provider: 'stripe', credentials: { webhook_secret: 'whsec_2' } })
+    expect(rolled).toMatchObject({ id: saved.id, name: 'Stripe (EU)' })
+    expect((await fp().integrations.getIntegration('stripe')).id).toBe(saved.id)
+    expect((await fp().integrations.listLinkedIntegrations()).providers).toEqual(['stripe'])
+
+    // Stripe itself calls the callback address with the signed event; the SDK's method sends no body.
+    const callback = await failure(fp().webhooks.handleStripeWebhook(t.h.tenant.tenantId, t.h.tenant.environments.production, 't=1,v1=00'))
+    expect(callback.statusCode).toBe(401)
+
+    await fp().integrations.deleteIntegration(saved.id!)
+    expect((await failure(fp().integrations.getIntegration('stripe'))).statusCode).toBe(404)
   })
 })
