@@ -42,6 +42,8 @@ export type ResetPeriod = 'DAILY' | 'WEEKLY' | 'MONTHLY' | 'QUARTERLY' | 'HALF_Y
 
 /** What an entitlement request may set; which fields apply depends on the feature's type. */
 export interface EntitlementTermsInput {
+  /** Flexprice's clients send the feature's type along; when given it must be the feature's. */
+  feature_type?: FeatureType
   is_enabled?: boolean
   usage_limit?: number | null
   usage_reset_period?: ResetPeriod | null
@@ -67,6 +69,7 @@ export function entitlementTerms(type: FeatureType, input: EntitlementTermsInput
   const refuse = (fields: (keyof EntitlementTermsInput)[]) => {
     for (const f of fields) if (input[f] != null && input[f] !== false) throw validationError(f, `is not used by ${type} features`)
   }
+  if (input.feature_type && input.feature_type !== type) throw validationError('feature_type', `is ${input.feature_type}, but the feature is ${type}`)
   const base = { feature_type: type, is_enabled: input.is_enabled ?? true, usage_limit: null, usage_reset_period: null, is_soft_limit: false, static_value: null }
   if (type === 'boolean') {
     refuse(['usage_limit', 'usage_reset_period', 'is_soft_limit', 'static_value'])

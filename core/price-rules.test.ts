@@ -42,6 +42,10 @@ describe('priceTerms defaults', () => {
     expect(priceTerms({ ...flat, billing_period: 'ONETIME' }).billing_cadence).toBe('ONETIME')
   })
 
+  it("takes Flexprice's one-time form (billing_cadence ONETIME, a recurring period) as billing_period ONETIME", () => {
+    expect(priceTerms({ ...flat, billing_cadence: 'ONETIME' })).toMatchObject({ billing_cadence: 'ONETIME', billing_period: 'ONETIME' })
+  })
+
   it('writes tiers back canonically with a zero flat amount where none was given', () => {
     expect(priceTerms(tiered).tiers).toEqual([
       { up_to: 100, unit_amount: '1', flat_amount: '0' },
@@ -70,7 +74,7 @@ describe('priceTerms rejections name the field', () => {
     ['usage billed in advance', { ...usage, invoice_cadence: 'ADVANCE' }, 'invoice_cadence'],
     ['one-time usage', { ...usage, billing_period: 'ONETIME' }, 'billing_period'],
     ['ONETIME period with a recurring cadence', { ...flat, billing_period: 'ONETIME', billing_cadence: 'RECURRING' }, 'billing_cadence'],
-    ['ONETIME cadence with a monthly period', { ...flat, billing_cadence: 'ONETIME' }, 'billing_cadence'],
+    ['ONETIME cadence with a monthly period on usage', { ...usage, billing_cadence: 'ONETIME' }, 'billing_cadence'],
     ['a flat fee without amount', { ...flat, amount: undefined }, 'amount'],
     ['a negative amount', { ...flat, amount: '-1' }, 'amount'],
     ['an amount with an exponent', { ...flat, amount: '1e3' }, 'amount'],

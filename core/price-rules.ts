@@ -144,7 +144,11 @@ function amounts(input: PriceInput): Pick<PriceTerms, 'amount' | 'tier_mode' | '
   return { ...unit, amount, tier_mode: null, tiers: null, transform_quantity: transform, price_unit_amount: unitAmount, price_unit_tiers: null }
 }
 
-export function priceTerms(input: PriceInput): PriceTerms {
+export function priceTerms(given: PriceInput): PriceTerms {
+  // Flexprice's clients mark a one-time FIXED charge by billing_cadence ONETIME alone (their billing periods
+  // have no ONETIME): that is the spec's billing_period ONETIME.
+  const flexOneTime = given.billing_cadence === 'ONETIME' && given.type === 'FIXED' && given.billing_period !== 'ONETIME'
+  const input: PriceInput = flexOneTime ? { ...given, billing_period: 'ONETIME' } : given
   const { billing_cadence, invoice_cadence } = cadences(input)
   if (input.type === 'USAGE' && !input.meter_id) throw validationError('meter_id', 'is required for USAGE prices')
   if (input.type === 'FIXED') refuse(input, ['meter_id'], 'is only allowed for USAGE prices')

@@ -12,8 +12,8 @@ import { subscriptionRoutes } from './routes/subscriptions.ts'
 import { groupRoutes } from './routes/groups.ts'
 import { meterRoutes } from './routes/meters.ts'
 import { eventRoutes } from './routes/events.ts'
-import { usageRoutes } from './routes/usage.ts'
-import { walletRoutes } from './routes/wallets.ts'
+import { customerUsageRoute, usageRoutes } from './routes/usage.ts'
+import { customerWalletLookup, walletRoutes } from './routes/wallets.ts'
 import { couponRoutes } from './routes/coupons.ts'
 import { creditNoteRoutes } from './routes/credit-notes.ts'
 import { invoiceRoutes } from './routes/invoices.ts'
@@ -23,4 +23,5 @@ import { webhookRoutes } from './routes/webhooks.ts'
 import { integrationRoutes } from './routes/integrations.ts'
 import { aiRoutes } from './routes/ai.ts'
 
-export const apiRoutes: Route[] = [...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes]
+// Static paths that a record route's {id} would also match are mounted first.
+export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes]

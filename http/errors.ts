@@ -1,5 +1,6 @@
 // The one place that turns failures into the error body {code, message, http_status_code, details}.
 // Unknown errors are logged with the request id and answered with a fixed message: nothing leaks.
+// Flexprice's clients read {success: false, error: {message, internal_error}}: both are in every body.
 import type { Context, Next } from 'koa'
 import { AppError } from '../core/errors.ts'
 import type { Logger } from '../infra/logger.ts'
@@ -43,6 +44,13 @@ function toAppError(err: unknown): AppError | undefined {
   return fromHttpError(e)
 }
 
+/** The spec's fields, and beside them the ones Flexprice's SDK parses (its typed error shows `error.message`). */
+function withFlexpriceFields(err: AppError) {
+  const body = err.toBody()
+  const internal = Object.keys(body.details).length ? `${body.code}: ${JSON.stringify(body.details)}` : body.code
+  return { ...body, success: false, error: { message: body.message, internal_error: internal } }
+}
+
 export function errorHandler(logger: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
     try {
@@ -55,7 +63,7 @@ export function errorHandler(logger: Logger) {
         appErr = new AppError('internal_error', `internal error; quote request id ${ctx.state.requestId as string}`, { request_id: ctx.state.requestId })
       }
       ctx.status = appErr.status
-      ctx.body = appErr.toBody()
+      ctx.body = withFlexpriceFields(appErr)
       if (appErr.retryAfter !== undefined) ctx.set('Retry-After', String(appErr.retryAfter))
     }
   }

@@ -11,6 +11,8 @@ const errorBody: JsonSchema = {
     message: { type: 'string' },
     http_status_code: { type: 'integer' },
     details: { type: 'object', additionalProperties: true },
+    success: { type: 'boolean', const: false, description: "for Flexprice's clients" },
+    error: { type: 'object', properties: { message: { type: 'string' }, internal_error: { type: 'string' } }, description: "for Flexprice's clients" },
   },
 }
 

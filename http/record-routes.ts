@@ -28,6 +28,10 @@ export interface RecordApi<R> {
   filters: FilterSpec
   createBody?: JsonSchema
   updateBody?: JsonSchema
+  /** What a create answers: 201 (the default), or 200 where Flexprice documents it and its SDK accepts nothing else. */
+  createdStatus?: 200 | 201
+  /** What DELETE answers: the deleted record (200, the default) or nothing (204, where Flexprice's clients expect it). */
+  deleted?: 'record' | 'no_content'
   service: Partial<RecordService<R>>
 }
 
@@ -64,7 +68,7 @@ export function recordRoutes<R>(api: RecordApi<R>): Route[] {
         summary: `Create a ${noun}`,
         permission: 'write',
         body: api.createBody,
-        status: 201,
+        status: api.createdStatus ?? 201,
         handler: ({ deps, actor, body }) => wire(s.create!(deps, actor, body)),
       }),
     ...(list || []),
@@ -84,9 +88,18 @@ export function recordRoutes<R>(api: RecordApi<R>): Route[] {
         method: 'DELETE',
         path: item,
         tag,
-        summary: `Delete a ${noun} (soft: its status becomes deleted)`,
+        summary: `Delete a ${noun} (soft: its status becomes deleted${api.deleted === 'no_content' ? '; GET still reads it' : ''})`,
         permission: 'write',
-        handler: ({ deps, actor, params }) => wire(s.remove!(deps, actor, params.id)),
+        ...(api.deleted === 'no_content'
+          ? {
+              status: 204,
+              handler: async ({ deps, actor, params, ctx }) => {
+                await s.remove!(deps, actor, params.id)
+                ctx.status = 204
+                return undefined
+              },
+            }
+          : { handler: ({ deps, actor, params }) => wire(s.remove!(deps, actor, params.id)) }),
       }),
   ]
   return routes.filter((r): r is Route => Boolean(r))

@@ -21,6 +21,7 @@ const FILTER_SCHEMA: Record<FilterOp, JsonSchema> = {
   contains: { type: 'string', minLength: 1 },
   gte: dateTime,
   lt: dateTime,
+  unexpired: { type: 'boolean' },
 }
 
 const filterProperties = (spec: FilterSpec): Record<string, JsonSchema> =>

@@ -227,7 +227,8 @@ export async function listRecords<T>(
 // ---- declared filters -----------------------------------------------------------------------------------
 
 /** eq: equal; in: one of a list; contains: case-insensitive substring; gte / lt: a time range. */
-export type FilterOp = 'eq' | 'in' | 'contains' | 'gte' | 'lt'
+/** `unexpired`: a boolean "allow expired"; false keeps only rows whose column (an end date) is unset or later than now. */
+export type FilterOp = 'eq' | 'in' | 'contains' | 'gte' | 'lt' | 'unexpired'
 /** Filter name on the wire → the column it reads and how. */
 export type FilterSpec = Record<string, { column: string; op: FilterOp }>
 
@@ -253,7 +254,9 @@ export function filterConditions(db: Db, spec: FilterSpec, values: Record<string
     else if (op === 'in') parts.push(db`${col} = ANY(${value as string[]}::text[])`)
     else if (op === 'contains') parts.push(db`${col} ILIKE ${likePattern(value as string)}`)
     else if (op === 'gte') parts.push(db`${col} >= ${new Date(value as string)}`)
-    else parts.push(db`${col} < ${new Date(value as string)}`)
+    else if (op === 'unexpired') {
+      if (value === false) parts.push(db`(${col} IS NULL OR ${col} > now())`)
+    } else parts.push(db`${col} < ${new Date(value as string)}`)
   }
   return parts
 }

@@ -104,8 +104,7 @@ describe('customers', () => {
 
   it('deletes softly: the record reads as deleted, leaves the list, and frees its external_id', async () => {
     const c = (await create({ external_id: 'del-1' })).body
-    const del = await t.h.http('DELETE', `/v1/customers/${c.id}`)
-    expect(del.body).toMatchObject({ status: 'deleted' })
+    expect((await t.h.http('DELETE', `/v1/customers/${c.id}`)).status).toBe(204) // as Flexprice answers (its SDK expects no body)
     expect((await t.h.http('GET', `/v1/customers/${c.id}`)).body.status).toBe('deleted')
     expect((await t.h.http('GET', '/v1/customers?external_id=del-1')).body.items).toEqual([])
     expect((await t.h.http('GET', '/v1/customers/external/del-1')).status).toBe(404)

@@ -7,7 +7,7 @@ import type { Deps } from '../../infra/deps.ts'
 import type { Db } from '../../infra/postgres.ts'
 import { deleteRecord, filterConditions, findPublishedBy, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord } from '../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../core/list.ts'
-import { announce, auditOf, transaction, uniquely, type UniqueKey } from '../records/service.ts'
+import { announce, auditOf, referenced, transaction, uniquely, type UniqueKey } from '../records/service.ts'
 import { guards } from '../records/guards.ts'
 import * as store from './store.ts'
 
@@ -94,6 +94,14 @@ export async function findCustomerByExternalId(deps: Deps, scope: Scope, externa
   return row
 }
 
+/** The customer one of `id` or `external_customer_id` names (Flexprice's query form); naming none or both is refused. */
+export async function resolveCustomerId(deps: Deps, scope: Scope, by: { id?: string; external_customer_id?: string }): Promise<string> {
+  if (by.id && by.external_customer_id) throw validationError('id', 'give id or external_customer_id, not both')
+  if (by.id) return by.id
+  if (by.external_customer_id) return (await findCustomerByExternalId(deps, scope, by.external_customer_id)).id
+  throw validationError('id', 'id or external_customer_id is required')
+}
+
 export async function getCustomerByExternalId(deps: Deps, actor: Actor, externalId: string): Promise<CustomerView> {
   return viewOf(deps.sql, actor, await findCustomerByExternalId(deps, actor, externalId))
 }
@@ -122,6 +130,36 @@ export async function updateCustomer(deps: Deps, actor: Actor, id: string, input
 
 /** Checks run before a customer is deleted; subscriptions register theirs (a live subscription keeps its customer). */
 export const customerDeletion = guards()
+
+export interface MappingCreateInput extends store.MappingInput {
+  entity_id: string
+  entity_type: 'customer'
+}
+
+/** One more provider id for a customer (Flexprice's entity integration mapping); the customer is announced as updated. */
+export async function addMapping(deps: Deps, actor: Actor, input: MappingCreateInput): Promise<store.MappingRow> {
+  const audit = auditOf(deps, actor)
+  const key = { index: store.PROVIDER_INDEX, field: 'provider_entity_id', value: `${input.provider_type}:${input.provider_entity_id}` }
+  return uniquely('integration mapping', [key], () =>
+    transaction(deps, async (tx) => {
+      const customer = await referenced('entity_id', requireRecord<store.CustomerRow>(tx, store.CUSTOMERS, actor, input.entity_id, { published: true }))
+      const [mapping] = await store.insertMappings(tx, actor, audit, customer.id, [input])
+      await announce(tx, actor, 'customer.updated', store.CUSTOMERS, await viewOf(tx, actor, customer))
+      return mapping
+    }),
+  )
+}
+
+/** Ends one mapping (soft: its provider id may be mapped again); its customer is announced as updated. */
+export async function removeMapping(deps: Deps, actor: Actor, id: string): Promise<store.MappingRow> {
+  const audit = auditOf(deps, actor)
+  return transaction(deps, async (tx) => {
+    const mapping = await deleteRecord<store.MappingRow>(tx, store.MAPPINGS, actor, id, audit)
+    const customer = await requireRecord<store.CustomerRow>(tx, store.CUSTOMERS, actor, mapping.entity_id)
+    await announce(tx, actor, 'customer.updated', store.CUSTOMERS, await viewOf(tx, actor, customer))
+    return mapping
+  })
+}
 
 export async function deleteCustomer(deps: Deps, actor: Actor, id: string): Promise<CustomerView> {
   const audit = auditOf(deps, actor)

@@ -3,7 +3,7 @@
 // the finalize request, so an outage of the provider never fails a finalize; retried with backoff);
 // and the provider's notifications, which pay our invoices through the invoices' payment path.
 import { applyPayment } from '../../core/billing/payments.ts'
-import { AppError, validationError } from '../../core/errors.ts'
+import { AppError, notFound, validationError } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
 import { sumMoney } from '../../core/money.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
@@ -17,7 +17,7 @@ import { mergeInvoiceMetadata, paymentState, recordPayment } from '../invoicing/
 import { getInvoice, lockInvoice, requireInvoice, type InvoiceView } from '../invoicing/invoices/read.ts'
 import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
 import type { Progress } from '../../infra/scheduler.ts'
-import { ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType } from './provider.ts'
+import { PROVIDER_TYPES, ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType } from './provider.ts'
 import { stripe } from './stripe.ts'
 import * as store from './store.ts'
 
@@ -119,6 +119,41 @@ export async function updateConnection(deps: Deps, actor: Actor, id: string, inp
 export async function deleteConnection(deps: Deps, actor: Actor, id: string): Promise<ConnectionView> {
   await requireConnection(deps, actor, id)
   return viewOf(await deleteRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, actor, id, auditOf(deps, actor)))
+}
+
+// ---- Flexprice's older "integration secrets" API: the same connections, named by provider ---------------------
+
+/** The environment's live connection to a provider, if any (there is at most one). */
+async function connectionFor(deps: Deps, actor: Actor, provider: string): Promise<store.ConnectionRow | undefined> {
+  const where = filterConditions(deps.sql, store.FILTERS, { provider_type: provider })
+  const { rows } = await listRecords<store.ConnectionRow>(deps.sql, store.CONNECTIONS, actor, { limit: 1, offset: 0, sort: 'created_at', order: 'desc', status: 'published', metadata: {} }, where)
+  return rows[0]
+}
+
+function knownProvider(provider: string): ProviderType {
+  if (!(PROVIDER_TYPES as readonly string[]).includes(provider)) throw validationError('provider', `${provider} is not supported; connections exist for ${PROVIDER_TYPES.join(', ')}`)
+  return provider as ProviderType
+}
+
+/** POST /v1/secrets/integrations/create/{provider}: makes the provider's connection, or updates the one there is. */
+export async function saveProviderCredentials(deps: Deps, actor: Actor, provider: string, input: { name: string; credentials: Partial<ProviderSecrets> }): Promise<ConnectionView> {
+  const type = knownProvider(provider)
+  const current = await connectionFor(deps, actor, type)
+  const secrets = { [type]: input.credentials }
+  if (current) return updateConnection(deps, actor, current.id, { name: input.name, encrypted_secret_data: secrets })
+  return createConnection(deps, actor, { name: input.name, provider_type: type, encrypted_secret_data: secrets })
+}
+
+export async function getProviderConnection(deps: Deps, actor: Actor, provider: string): Promise<ConnectionView> {
+  const row = await connectionFor(deps, actor, knownProvider(provider))
+  if (!row) throw notFound('connection for provider', provider)
+  return viewOf(row)
+}
+
+/** The providers this environment has a live connection to. */
+export async function linkedProviders(deps: Deps, actor: Actor): Promise<{ providers: string[] }> {
+  const { rows } = await listRecords<store.ConnectionRow>(deps.sql, store.CONNECTIONS, actor, { limit: 1000, offset: 0, sort: 'created_at', order: 'asc', status: 'published', metadata: {} })
+  return { providers: [...new Set(rows.map((r) => r.provider_type))] }
 }
 
 const providerConnection = (deps: Deps, row: store.ConnectionRow): ProviderConnection => ({

@@ -8,6 +8,8 @@ import { customerViews, getCustomer, type CustomerView } from '../customers/serv
 import { type ListRequest, type Page, page } from '../../core/list.ts'
 import type { OfferingRow } from '../catalog/offerings/service.ts'
 import { findOfferings } from '../catalog/offerings/kinds.ts'
+import { pricesOf } from '../catalog/prices/service.ts'
+import { matchPrices } from '../../core/subscriptions.ts'
 import * as store from './store.ts'
 
 export type { SubscriptionRow, LineItemRow } from './store.ts'
@@ -67,6 +69,26 @@ export async function lockSubscription(tx: Tx, scope: Scope, id: string, version
 
 export async function getSubscription(deps: Deps, actor: Actor, id: string): Promise<SubscriptionView> {
   return viewOf(deps.sql, actor, await requireSubscription(deps.sql, actor, id))
+}
+
+/**
+ * Flexprice's v2 read: the subscription with plan_prices_out_of_sync, true when the plan's prices for the
+ * subscription's currency and period are no longer the ones its plan line items were made from.
+ */
+export async function getSubscriptionV2(deps: Deps, actor: Actor, id: string): Promise<SubscriptionView & { plan_prices_out_of_sync: boolean }> {
+  const view = await getSubscription(deps, actor, id)
+  const current = matchPrices(await pricesOf(deps.sql, actor, [view.plan_id]), view.currency, view.billing_period, view.billing_period_count)
+  const used = new Set((view.line_items ?? []).filter((l) => l.entity_type === 'plan').map((l) => l.price_id))
+  const outOfSync = current.length !== used.size || current.some((p) => !used.has(p.id))
+  return { ...view, plan_prices_out_of_sync: outOfSync }
+}
+
+/** A subscription's addon associations (live and ended), each with its addon. */
+export async function addonAssociations(deps: Deps, actor: Actor, id: string): Promise<(store.AddonAssociationRow & { addon?: OfferingRow })[]> {
+  const sub = await requireSubscription(deps.sql, actor, id)
+  const rows = await store.childrenOf<store.AddonAssociationRow>(deps.sql, store.ADDON_ASSOCIATIONS, actor, [sub.id])
+  const addons = new Map((await findOfferings(deps.sql, actor, 'ADDON', rows.map((r) => r.addon_id))).map((a) => [a.id, a]))
+  return rows.map((r) => ({ ...r, addon: addons.get(r.addon_id) }))
 }
 
 /** Lists carry each subscription's customer and plan; GET by id adds line items, phases and addons. */

@@ -79,4 +79,13 @@ export const creditGrantRoutes: Route[] = [
     query: listQuery(['scheduled_for'], {}),
     handler: async ({ deps, actor, params, query }) => toWire(await service.upcomingGrants(deps, actor, params.id, fromListQuery(query))),
   }),
+  defineRoute<Record<string, never>, Record<string, unknown>>({
+    method: 'GET',
+    path: '/v1/customers/{id}/grants/upcoming',
+    tag: TAG,
+    summary: "Credit grant applications of all a customer's subscriptions not applied yet, soonest first",
+    permission: 'read',
+    query: listQuery(['scheduled_for'], {}),
+    handler: async ({ deps, actor, params, query }) => toWire(await service.customerUpcomingGrants(deps, actor, params.id, fromListQuery(query))),
+  }),
 ]

@@ -30,6 +30,7 @@ export const creditNoteRoutes: Route[] = [
         memo: { type: 'string', maxLength: 2000 },
         idempotency_key: { type: 'string', minLength: 1, maxLength: 255 },
         metadata: metadataSchema,
+        process_credit_note: { type: 'boolean', default: false, description: 'finalize it at once (Flexprice\'s SDK sends true unless told otherwise)' },
       },
     },
     service: { create: service.createCreditNote, get: service.getCreditNote, list: service.listCreditNotes },

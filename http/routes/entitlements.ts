@@ -20,7 +20,21 @@ export const entitlementSchema: JsonSchema = {
   type: 'object',
   required: ['feature_id'],
   additionalProperties: false,
-  properties: { feature_id: { type: 'string', minLength: 1 }, ...terms },
+  properties: {
+    feature_id: { type: 'string', minLength: 1 },
+    feature_type: { type: 'string', enum: ['metered', 'boolean', 'static'], description: "optional; must be the feature's type" },
+    ...terms,
+  },
+}
+
+const createBody: JsonSchema = {
+  ...entitlementSchema,
+  properties: {
+    ...(entitlementSchema.properties as object),
+    plan_id: { type: 'string', minLength: 1 },
+    entity_type: { type: 'string', enum: ['PLAN', 'ADDON'] },
+    entity_id: { type: 'string', minLength: 1 },
+  },
 }
 
 const ofOffering = (path: string, entityType: service.EntityType, noun: string): Route =>
@@ -30,10 +44,24 @@ const ofOffering = (path: string, entityType: service.EntityType, noun: string):
     tag: 'Entitlements',
     summary: `List the entitlements of a ${noun}, with their features`,
     permission: 'read',
-    handler: async ({ deps, actor, params }) => toWire(await service.listEntitlementsOf(deps, actor, entityType, params.id)),
+    handler: async ({ deps, actor, params }) => {
+      const found = toWire(await service.listEntitlementsOf(deps, actor, entityType, params.id)) as { items: unknown[] }
+      // Flexprice's SDK reads a plan's list as a plan: `entitlements` beside `items` is what it shows.
+      return entityType === 'PLAN' ? { ...found, entitlements: found.items } : found
+    },
   })
 
 export const entitlementRoutes: Route[] = [
+  defineRoute<{ items: service.CreateEntitlementInput[] }>({
+    method: 'POST',
+    path: '/v1/entitlements/bulk',
+    tag: 'Entitlements',
+    summary: 'Create several entitlements in one transaction: all or none',
+    permission: 'write',
+    body: { type: 'object', required: ['items'], additionalProperties: false, properties: { items: { type: 'array', minItems: 1, maxItems: 100, items: createBody } } },
+    status: 201,
+    handler: async ({ deps, actor, body }) => ({ items: toWire(await service.createEntitlementsBulk(deps, actor, body.items)) }),
+  }),
   ofOffering('/v1/plans/{id}/entitlements', 'PLAN', 'plan'),
   ofOffering('/v1/addons/{id}/entitlements', 'ADDON', 'addon'),
   ...recordRoutes({
@@ -42,15 +70,7 @@ export const entitlementRoutes: Route[] = [
     noun: 'entitlement',
     sortable: ['created_at', 'updated_at', 'display_order'],
     filters: service.FILTERS,
-    createBody: {
-      ...entitlementSchema,
-      properties: {
-        ...(entitlementSchema.properties as object),
-        plan_id: { type: 'string', minLength: 1 },
-        entity_type: { type: 'string', enum: ['PLAN', 'ADDON'] },
-        entity_id: { type: 'string', minLength: 1 },
-      },
-    },
+    createBody,
     updateBody: { type: 'object', additionalProperties: false, properties: { ...terms, version: versionField } },
     service: {
       create: service.createEntitlement,

@@ -34,4 +34,38 @@ export const eventRoutes: Route[] = [
     // As long as intake takes an event_id before trimming it: nothing longer can have been stored.
     handler: ({ deps, actor, query }) => service.lookupEvent(deps, actor, query.event_id.trim()),
   }),
+  defineRoute<service.EventQuery>({
+    method: 'POST',
+    path: '/v1/events/query',
+    tag: 'Events',
+    summary: "Raw events by the filters in the body (Flexprice's form): pages by offset, or on from iter_last_key",
+    permission: 'read',
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        external_customer_id: { type: 'string' },
+        event_name: { type: 'string' },
+        event_id: { type: 'string' },
+        source: { type: 'string' },
+        start_time: { type: 'string', format: 'date-time' },
+        end_time: { type: 'string', format: 'date-time' },
+        property_filters: { type: 'object', maxProperties: 20, additionalProperties: { type: 'array', minItems: 1, maxItems: 100, items: { type: 'string' } } },
+        page_size: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
+        offset: { type: 'integer', minimum: 0 },
+        iter_last_key: { type: 'string', maxLength: 1000, description: 'the iter_last_key of the previous page' },
+        sort: { type: 'string', enum: ['timestamp'] },
+        order: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
+      },
+    },
+    handler: ({ deps, actor, body }) => service.queryEvents(deps, actor, body),
+  }),
+  defineRoute<Record<string, never>, Record<string, never>>({
+    method: 'GET',
+    path: '/v1/events/{id}',
+    tag: 'Events',
+    summary: 'One event by id: stored (with the event), duplicate, or rejected and why (as GET /v1/events/lookup)',
+    permission: 'read',
+    handler: ({ deps, actor, params }) => service.lookupEvent(deps, actor, params.id.trim()),
+  }),
 ]

@@ -2,6 +2,7 @@ import type { Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { metadataSchema, versionField } from '../record-schema.ts'
+import { meterSchema } from './meters.ts'
 import * as service from '../../domains/catalog/features/service.ts'
 
 const level: JsonSchema = {
@@ -41,7 +42,12 @@ export const featureSchema: JsonSchema = {
   type: 'object',
   required: ['name', 'type'],
   additionalProperties: false,
-  properties: { ...fields, type: { type: 'string', enum: ['metered', 'boolean', 'static'] }, meter_id: { type: 'string', minLength: 1 } },
+  properties: {
+    ...fields,
+    type: { type: 'string', enum: ['metered', 'boolean', 'static'] },
+    meter_id: { type: 'string', minLength: 1 },
+    meter: { ...meterSchema, description: 'a new meter for a metered feature, created with it in one transaction (instead of meter_id)' },
+  },
 }
 
 export const featureRoutes: Route[] = recordRoutes({

@@ -19,5 +19,6 @@ export const groupRoutes: Route[] = recordRoutes({
   filters: service.FILTERS,
   createBody: { type: 'object', required: ['name', 'entity_type'], additionalProperties: false, properties: { ...fields, entity_type: { type: 'string', enum: ['price', 'feature'] } } },
   updateBody: { type: 'object', additionalProperties: false, properties: { ...fields, version: versionField } },
+  deleted: 'no_content',
   service: { create: service.createGroup, get: service.getGroup, list: service.listGroups, update: service.updateGroup, remove: service.deleteGroup },
 })

@@ -25,6 +25,18 @@ const syncConfig: JsonSchema = { type: 'object', additionalProperties: direction
 const baseUrl: JsonSchema = { type: ['string', 'null'], pattern: '^https?://[^\\s]+$', maxLength: 500, description: "the provider API's root; default https://api.stripe.com" }
 const name: JsonSchema = { type: 'string', minLength: 1, maxLength: 255 }
 
+/** A connection as Flexprice's integration secrets read: an `integration` secret of a provider, never its values. */
+const asSecret = (c: service.ConnectionView) => ({
+  id: c.id,
+  name: c.name,
+  provider: c.provider_type,
+  type: 'integration',
+  display_id: c.id.slice(-8),
+  status: c.status,
+  created_at: c.created_at,
+  updated_at: c.updated_at,
+})
+
 const rawBodyOf = (ctx: Context): string | undefined => (ctx.request as { rawBody?: string }).rawBody
 
 export const integrationRoutes: Route[] = [
@@ -46,6 +58,54 @@ export const integrationRoutes: Route[] = [
       properties: { name, encrypted_secret_data: secretData, api_base_url: baseUrl, sync_config: syncConfig, metadata: metadataSchema, version: versionField },
     },
     service: { create: service.createConnection, get: service.getConnection, list: service.listConnections, update: service.updateConnection, remove: service.deleteConnection },
+  }),
+  defineRoute<{ name: string; credentials: Record<string, string> }>({
+    method: 'POST',
+    path: '/v1/secrets/integrations/create/{provider}',
+    tag: 'Integrations',
+    summary: "Flexprice's integration secrets: makes the provider's connection, or updates the one there is (its credentials merged)",
+    permission: 'write',
+    body: {
+      type: 'object',
+      required: ['name', 'credentials'],
+      additionalProperties: false,
+      properties: {
+        name,
+        provider: { type: 'string', description: 'as in the path' },
+        credentials: { ...(secretData.properties as { stripe: JsonSchema }).stripe, description: 'secret_key, webhook_secret, publishable_key, account_id' },
+      },
+    },
+    status: 201,
+    handler: async ({ deps, actor, params, body }) => asSecret(await service.saveProviderCredentials(deps, actor, params.provider, body)),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/secrets/integrations/by-provider/{provider}',
+    tag: 'Integrations',
+    summary: "The provider's connection as an integration secret (never its values)",
+    permission: 'read',
+    handler: async ({ deps, actor, params }) => asSecret(await service.getProviderConnection(deps, actor, params.provider)),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/secrets/integrations/linked',
+    tag: 'Integrations',
+    summary: 'The providers this environment has a connection to',
+    permission: 'read',
+    handler: ({ deps, actor }) => service.linkedProviders(deps, actor),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/secrets/integrations/{id}',
+    tag: 'Integrations',
+    summary: 'Delete a connection by id (as DELETE /v1/connections/{id}); 204',
+    permission: 'write',
+    status: 204,
+    handler: async ({ deps, actor, params, ctx }) => {
+      await service.deleteConnection(deps, actor, params.id)
+      ctx.status = 204
+      return undefined
+    },
   }),
   defineRoute({
     method: 'GET',

@@ -155,6 +155,22 @@ export const invoiceRoutes: Route[] = [
   }),
   defineRoute({
     method: 'POST',
+    path: '/v1/invoices/{id}/comms/trigger',
+    tag: 'Invoices',
+    summary: 'Announce invoice.communication.triggered with the invoice, for the webhook that sends it to the customer',
+    permission: 'write',
+    handler: ({ deps, actor, params }) => service.triggerCommunication(deps, actor, params.id),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/customers/{id}/invoices/summary',
+    tag: 'Invoices',
+    summary: "The customer's finalized invoices summed per currency: revenue, unpaid, overdue, unpaid usage and fixed charges",
+    permission: 'read',
+    handler: ({ deps, actor, params }) => read.customerInvoiceSummary(deps, actor, params.id),
+  }),
+  defineRoute({
+    method: 'POST',
     path: '/v1/invoices/{id}/void',
     tag: 'Invoices',
     summary: 'Void a draft or an unpaid finalized invoice',

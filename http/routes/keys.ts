@@ -40,8 +40,13 @@ export const keyRoutes: Route[] = [
     method: 'DELETE',
     path: '/v1/secrets/api/keys/{id}',
     tag: 'API keys',
-    summary: 'Revoke an API key',
+    summary: 'Revoke an API key (204, as Flexprice answers; the key then leaves the list)',
     permission: 'admin',
-    handler: ({ deps, actor, params }) => service.revokeKey(deps, actor, params.id),
+    status: 204,
+    handler: async ({ deps, actor, params, ctx }) => {
+      await service.revokeKey(deps, actor, params.id)
+      ctx.status = 204
+      return undefined
+    },
   }),
 ]

@@ -1,8 +1,9 @@
-import type { Route } from '../route.ts'
+import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { entitlementSchema } from './entitlements.ts'
 import { priceSchema } from './prices.ts'
 import { recordRoutes } from '../record-routes.ts'
+import { toWire } from '../../domains/records/wire.ts'
 import { metadataSchema, versionField } from '../record-schema.ts'
 import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
@@ -15,7 +16,7 @@ type Attach = (deps: Deps, actor: Actor, views: service.OfferingView[]) => Promi
 const nothing: Attach = async (_deps, _actor, views) => views
 const creditGrants: Attach = (deps, actor, views) => withCreditGrants(deps.sql, actor, views)
 
-function offeringRoutes(kind: OfferingKind, path: string, tag: string, extra: Record<string, JsonSchema>, attach: Attach): Route[] {
+function offeringRoutes(kind: OfferingKind, path: string, tag: string, extra: Record<string, JsonSchema>, attach: Attach, createOnly: Record<string, JsonSchema> = {}): Route[] {
   const one = async (deps: Deps, actor: Actor, view: Promise<service.OfferingView>) => (await attach(deps, actor, [await view]))[0]
   const fields: Record<string, JsonSchema> = {
     name: { type: 'string', minLength: 1, maxLength: 255 },
@@ -36,6 +37,7 @@ function offeringRoutes(kind: OfferingKind, path: string, tag: string, extra: Re
       additionalProperties: false,
       properties: {
         ...fields,
+        ...createOnly,
         prices: { type: 'array', maxItems: 100, items: priceSchema },
         entitlements: { type: 'array', maxItems: 200, items: entitlementSchema },
       },
@@ -54,5 +56,39 @@ function offeringRoutes(kind: OfferingKind, path: string, tag: string, extra: Re
   })
 }
 
-export const planRoutes: Route[] = offeringRoutes(PLAN, '/v1/plans', 'Plans', { display_order: { type: 'integer' } }, creditGrants)
-export const addonRoutes: Route[] = offeringRoutes(ADDON, '/v1/addons', 'Addons', {}, nothing)
+export const planRoutes: Route[] = [
+  ...offeringRoutes(PLAN, '/v1/plans', 'Plans', { display_order: { type: 'integer' } }, creditGrants),
+  defineRoute<service.CloneOfferingInput>({
+    method: 'POST',
+    path: '/v1/plans/{id}/clone',
+    tag: 'Plans',
+    summary: 'A new plan made from a published one: its prices (without lookup keys), entitlements and credit grants copied in one transaction',
+    permission: 'write',
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 255 },
+        lookup_key: { type: ['string', 'null'], minLength: 1, maxLength: 255 },
+        description: { type: ['string', 'null'], maxLength: 2000 },
+        display_order: { type: 'integer' },
+        metadata: metadataSchema,
+      },
+    },
+    status: 201,
+    handler: async ({ deps, actor, params, body }) => toWire((await creditGrants(deps, actor, [await service.cloneOffering(deps, actor, PLAN, params.id, body)]))[0]),
+  }),
+]
+export const addonRoutes: Route[] = [
+  defineRoute({
+    method: 'GET',
+    path: '/v1/addons/lookup/{lookup_key}',
+    tag: 'Addons',
+    summary: 'Get the published addon with this lookup_key',
+    permission: 'read',
+    handler: async ({ deps, actor, params }) => toWire(await service.getOfferingByLookupKey(deps, actor, ADDON, params.lookup_key)),
+  }),
+  ...offeringRoutes(ADDON, '/v1/addons', 'Addons', {}, nothing, {
+    type: { type: 'string', enum: ['onetime', 'multiple_instance'], default: 'multiple_instance', description: 'onetime: once per subscription, quantity 1' },
+  }),
+]

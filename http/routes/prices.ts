@@ -68,7 +68,19 @@ const owner: Record<string, JsonSchema> = {
   entity_id: { type: 'string', minLength: 1 },
 }
 
+const createBody: JsonSchema = { ...priceSchema, properties: { ...(priceSchema.properties as object), ...owner } }
+
 export const priceRoutes: Route[] = [
+  defineRoute<{ items: service.CreatePriceInput[] }>({
+    method: 'POST',
+    path: '/v1/prices/bulk',
+    tag: 'Prices',
+    summary: 'Create several prices in one transaction: all or none',
+    permission: 'write',
+    body: { type: 'object', required: ['items'], additionalProperties: false, properties: { items: { type: 'array', minItems: 1, maxItems: 100, items: createBody } } },
+    status: 201,
+    handler: async ({ deps, actor, body }) => ({ items: toWire(await service.createPricesBulk(deps, actor, body.items)) }),
+  }),
   defineRoute({
     method: 'GET',
     path: '/v1/prices/lookup/{lookup_key}',
@@ -83,7 +95,7 @@ export const priceRoutes: Route[] = [
     noun: 'price',
     sortable: ['created_at', 'updated_at'],
     filters: service.FILTERS,
-    createBody: { ...priceSchema, properties: { ...(priceSchema.properties as object), ...owner } },
+    createBody,
     // Billing terms are fixed once a price exists: subscriptions bill from them. Create a new price instead.
     updateBody: { type: 'object', additionalProperties: false, properties: { ...details, version: versionField } },
     service: {

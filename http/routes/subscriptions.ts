@@ -4,6 +4,9 @@ import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { currencySchema, dateTime, decimalString, fromListQuery, fromSearchBody, idList, listQuery, metadataSchema, nonNegativeDecimal, searchBody, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
+import { validationError } from '../../core/errors.ts'
+import type { Actor } from '../../core/scope.ts'
+import type { Deps } from '../../infra/deps.ts'
 import { cancelSubscription, type CancelInput } from '../../domains/invoicing/changes/cancel.ts'
 import { customerEntitlements, type EntitlementQuery } from '../../domains/subscriptions/entitlements.ts'
 import { executeModification, previewModification, type ModifyInput } from '../../domains/invoicing/changes/modify.ts'
@@ -161,6 +164,19 @@ const entitlementQuery: JsonSchema = {
   properties: { feature_ids: idList, subscription_ids: idList },
 }
 
+type UpdateBody = service.UpdateSubscriptionInput & { cancel_at?: string; cancel_at_period_end?: true }
+
+/** Labels change here; Flexprice's cancel_at and cancel_at_period_end schedule a cancellation, as POST /cancel does. */
+async function updateOrCancel(deps: Deps, actor: Actor, id: string, body: UpdateBody) {
+  const { cancel_at, cancel_at_period_end, ...labels } = body
+  if (cancel_at === undefined && !cancel_at_period_end) return service.updateSubscription(deps, actor, id, labels)
+  if (cancel_at !== undefined && cancel_at_period_end) throw validationError('cancel_at', 'give cancel_at or cancel_at_period_end, not both')
+  const other = Object.keys(labels).find((k) => k !== 'version')
+  if (other) throw validationError(other, 'cannot be changed with a cancellation: send it in its own request')
+  await cancelSubscription(deps, actor, id, cancel_at === undefined ? { cancellation_type: 'end_of_period', version: labels.version } : { cancellation_type: 'scheduled_date', cancel_at, version: labels.version })
+  return read.getSubscription(deps, actor, id)
+}
+
 const SORTABLE = ['created_at', 'updated_at', 'start_date', 'current_period_end']
 const LINE_ITEM_SORTABLE = ['created_at', 'start_date', 'end_date']
 
@@ -184,14 +200,50 @@ export const subscriptionRoutes: Route[] = [
     updateBody: {
       type: 'object',
       additionalProperties: false,
-      properties: { lookup_key: { type: ['string', 'null'], maxLength: 255 }, metadata: metadataSchema, version: versionField },
+      properties: {
+        lookup_key: { type: ['string', 'null'], maxLength: 255 },
+        metadata: metadataSchema,
+        version: versionField,
+        cancel_at: { ...dateTime, description: "Flexprice's way to schedule a cancellation: as POST /cancel with scheduled_date; sent alone" },
+        cancel_at_period_end: { type: 'boolean', const: true, description: 'as POST /cancel with end_of_period; sent alone' },
+      },
     },
     service: {
       create: service.createSubscription,
       get: read.getSubscription,
       list: read.listSubscriptions,
-      update: service.updateSubscription,
+      update: updateOrCancel,
     },
+  }),
+  defineRoute<Record<string, never>, { feature_ids?: string[] }>({
+    method: 'GET',
+    path: '/v1/subscriptions/{id}/entitlements',
+    tag: 'Entitlements',
+    summary: "What one subscription grants now (its plan's and addons' entitlements merged per feature)",
+    permission: 'read',
+    query: { type: 'object', additionalProperties: false, properties: { feature_ids: idList } },
+    handler: async ({ deps, actor, params, query }) => {
+      const sub = await read.requireSubscription(deps.sql, actor, params.id)
+      const found = await customerEntitlements(deps, actor, { id: sub.customer_id }, { feature_ids: query.feature_ids, subscription_ids: [sub.id] })
+      return toWire({ subscription_id: sub.id, plan_id: sub.plan_id, features: found.features })
+    },
+  }),
+  defineRoute<Record<string, never>, { expand?: string }>({
+    method: 'GET',
+    path: '/v1/subscriptions/{id}/v2',
+    tag: 'Subscriptions',
+    summary: 'A subscription (as GET /v1/subscriptions/{id}) with plan_prices_out_of_sync',
+    permission: 'read',
+    query: { type: 'object', additionalProperties: false, properties: { expand: { type: 'string', maxLength: 500, description: 'accepted; everything is expanded' } } },
+    handler: async ({ deps, actor, params }) => toWire(await read.getSubscriptionV2(deps, actor, params.id)),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/subscriptions/{id}/addons/associations',
+    tag: 'Subscriptions',
+    summary: "A subscription's addon associations with their addons (an array, as Flexprice answers)",
+    permission: 'read',
+    handler: async ({ deps, actor, params }) => toWire(await read.addonAssociations(deps, actor, params.id)),
   }),
   defineRoute<{ start_date?: string; version?: number }>({
     method: 'POST',

@@ -33,6 +33,7 @@ export const taxRoutes: Route[] = [
       additionalProperties: false,
       properties: { name, description: { type: ['string', 'null'], maxLength: 2000 }, tax_rate_status: { type: 'string', enum: ['ACTIVE', 'INACTIVE'] }, metadata: metadataSchema, version: versionField },
     },
+    deleted: 'no_content',
     service: service.taxRates,
   }),
   ...recordRoutes({
@@ -43,12 +44,13 @@ export const taxRoutes: Route[] = [
     filters: service.ASSOCIATION_FILTERS,
     createBody: {
       type: 'object',
-      required: ['tax_rate_code', 'entity_type'],
+      required: ['tax_rate_code'],
       additionalProperties: false,
       properties: {
         tax_rate_code: { type: 'string', minLength: 1 },
-        entity_type: { type: 'string', enum: ['tenant', 'customer', 'subscription'] },
+        entity_type: { type: 'string', enum: ['tenant', 'customer', 'subscription'], description: 'required unless external_customer_id names the customer' },
         entity_id: { type: 'string', minLength: 1 },
+        external_customer_id: { type: 'string', minLength: 1, description: "the customer by your id (Flexprice's form)" },
         priority: { type: 'integer', minimum: 0 },
         auto_apply: { type: 'boolean' },
         currency: currencySchema,
@@ -57,6 +59,13 @@ export const taxRoutes: Route[] = [
         metadata: metadataSchema,
       },
     },
-    service: { create: service.createAssociation, get: service.getAssociation, list: service.listAssociations, remove: service.deleteAssociation },
+    updateBody: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { priority: { type: 'integer', minimum: 0 }, auto_apply: { type: 'boolean' }, metadata: metadataSchema, version: versionField },
+    },
+    // Flexprice answers 200 here, and its SDK takes nothing else.
+    createdStatus: 200,
+    service: { create: service.createAssociation, get: service.getAssociation, list: service.listAssociations, update: service.updateAssociation, remove: service.deleteAssociation },
   }),
 ]

@@ -4,6 +4,8 @@ import { validationError } from '../../core/errors.ts'
 import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import * as service from '../../domains/usage/queries/service.ts'
+import { customerUsageSummary, type UsageSummaryQuery } from '../../domains/usage/queries/summary.ts'
+import { toWire } from '../../domains/records/wire.ts'
 
 interface RangeBody {
   customer_id?: string
@@ -90,3 +92,30 @@ export const usageRoutes: Route[] = [
     },
   }),
 ]
+
+/**
+ * GET /v1/customers/usage (Flexprice's customer usage summary): mounted before the customer routes, whose
+ * GET /v1/customers/{id} would take "usage" for an id.
+ */
+export const customerUsageRoute: Route = defineRoute<Record<string, never>, UsageSummaryQuery>({
+  method: 'GET',
+  path: '/v1/customers/usage',
+  tag: 'Usage',
+  summary: "A customer's entitled features with their usage in the current billing period against the limit (customer by ?customer_id= or ?customer_lookup_key=)",
+  permission: 'read',
+  query: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      customer_id: { type: 'string', minLength: 1 },
+      customer_lookup_key: { type: 'string', minLength: 1, description: "the customer's external_id" },
+      feature_ids: { type: 'array', maxItems: 100, items: { type: 'string' } },
+      feature_lookup_keys: { type: 'array', maxItems: 100, items: { type: 'string' } },
+      subscription_ids: { type: 'array', maxItems: 100, items: { type: 'string' } },
+    },
+  },
+  handler: async ({ deps, actor, query }) => {
+    if (Boolean(query.customer_id) === Boolean(query.customer_lookup_key)) throw validationError('customer_id', 'give customer_id or customer_lookup_key, one of them')
+    return toWire(await customerUsageSummary(deps, actor, query))
+  },
+})

@@ -1,8 +1,9 @@
 import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
-import { currencySchema, dateTime, fromListQuery, listQuery, metadataSchema, nonNegativeDecimal, versionField } from '../record-schema.ts'
+import { currencySchema, dateTime, fromListQuery, fromSearchBody, listQuery, metadataSchema, nonNegativeDecimal, searchBody, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
+import { validationError } from '../../core/errors.ts'
 import { ongoingBalanceOf } from '../../domains/credits/wallets/realtime.ts'
 import * as service from '../../domains/credits/wallets/service.ts'
 import { examplePayload } from '../../domains/credits/wallets/webhook-example.ts'
@@ -96,6 +97,46 @@ const debitBody: JsonSchema = {
 
 const SORTABLE = ['created_at', 'updated_at', 'name'] as const
 
+/** What Flexprice's SDK sends with its customer wallet reads; every wallet comes with its balance anyway. */
+const flexpriceWalletQuery: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    expand: { type: 'string', maxLength: 200 },
+    include_real_time_balance: { type: 'boolean' },
+    from_cache: { type: 'boolean' },
+  },
+}
+
+const transactionSearch: JsonSchema = (() => {
+  const body = searchBody(['created_at'], service.TRANSACTION_FILTERS) as { properties: Record<string, JsonSchema> }
+  // Flexprice sends one reason as a string.
+  return { ...body, properties: { ...body.properties, transaction_reason: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] } } }
+})()
+
+const flexpriceTransactionFilter = ({ transaction_reason: reason, ...body }: Record<string, unknown>): Record<string, unknown> =>
+  reason === undefined ? body : { ...body, transaction_reason: Array.isArray(reason) ? reason : [reason] }
+
+/**
+ * GET /v1/customers/wallets (Flexprice's getCustomerWallets): mounted before the customer routes, whose
+ * GET /v1/customers/{id} would take "wallets" for an id.
+ */
+export const customerWalletLookup: Route = defineRoute<Record<string, never>, { id?: string; lookup_key?: string }>({
+  method: 'GET',
+  path: '/v1/customers/wallets',
+  tag: TAG,
+  summary: "A customer's wallets by ?id= or by ?lookup_key= (the customer's external_id), as a plain array",
+  permission: 'read',
+  query: {
+    ...flexpriceWalletQuery,
+    properties: { ...(flexpriceWalletQuery.properties as object), id: { type: 'string', minLength: 1 }, lookup_key: { type: 'string', minLength: 1 } },
+  },
+  handler: async ({ deps, actor, query }) => {
+    if (Boolean(query.id) === Boolean(query.lookup_key)) throw validationError('id', 'give id or lookup_key (the external_id), one of them')
+    return toWire(await service.customerWallets(deps, actor, query.id ? { id: query.id } : { external_id: query.lookup_key! }))
+  },
+})
+
 export const walletRoutes: Route[] = [
   ...recordRoutes({
     path: '/v1/wallets',
@@ -105,16 +146,27 @@ export const walletRoutes: Route[] = [
     filters: service.FILTERS,
     createBody,
     updateBody: { type: 'object', additionalProperties: false, properties: { ...fields, version: versionField } },
+    // Flexprice documents 200 for a new wallet, and its SDK takes nothing else (the spec names no status).
+    createdStatus: 200,
     service: { create: service.createWallet, get: service.getWallet, list: service.listWallets, update: service.updateWallet },
   }),
   defineRoute<Record<string, never>, Record<string, unknown>>({
     method: 'GET',
     path: '/v1/customers/{id}/wallets',
     tag: TAG,
-    summary: "A customer's wallets, with their balances",
+    summary: "All a customer's wallets with their balances, newest first, as a plain array (Flexprice's shape; GET /v1/wallets?customer_id= pages)",
     permission: 'read',
-    query: listQuery(SORTABLE, service.FILTERS),
-    handler: async ({ deps, actor, params, query }) => toWire(await service.listCustomerWallets(deps, actor, params.id, fromListQuery(query))),
+    query: flexpriceWalletQuery,
+    handler: async ({ deps, actor, params }) => toWire(await service.customerWallets(deps, actor, { id: params.id })),
+  }),
+  defineRoute<Record<string, never>, Record<string, unknown>>({
+    method: 'POST',
+    path: '/v1/wallets/transactions/search',
+    tag: TAG,
+    summary: 'Wallet transactions of every wallet of the environment, by the filters in the body (wallet_id for one wallet)',
+    permission: 'read',
+    body: transactionSearch,
+    handler: async ({ deps, actor, body }) => toWire(await service.searchTransactions(deps, actor, fromSearchBody(flexpriceTransactionFilter(body)))),
   }),
   defineRoute({
     method: 'POST',

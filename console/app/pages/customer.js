@@ -47,7 +47,7 @@ function Entitlements({ id }) {
 
 function Wallets({ id }) {
   const { api } = useSession()
-  const wallets = useApi(() => api.get(`/v1/customers/${id}/wallets`, { limit: 20 }), [api, id])
+  const wallets = useApi(() => api.get('/v1/wallets', { customer_id: id, limit: 20 }), [api, id])
   return html`<${Section} title="Wallets"><${Loaded} result=${wallets}>${(d) =>
     d.items.length === 0 ? html`<${Empty}>No wallet. Create one with POST /v1/wallets (docs/credits.md).<//>` : d.items.map((w) => html`<${Wallet} wallet=${w} />`)}<//><//>`
 }

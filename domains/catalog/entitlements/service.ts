@@ -21,6 +21,8 @@ export interface EntitlementView extends store.EntitlementRow {
 
 export interface EntitlementInput {
   feature_id: string
+  /** Optional (Flexprice's clients always send it): must be the feature's type. */
+  feature_type?: FeatureRow['type']
   is_enabled?: boolean
   usage_limit?: number | null
   usage_reset_period?: store.ResetPeriod | null
@@ -88,6 +90,22 @@ export async function createEntitlement(deps: Deps, actor: Actor, input: CreateE
       await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
       const [view] = await createEntitlementsIn(tx, actor, audit, entity, [fields])
       return view
+    }),
+  )
+}
+
+/** Several entitlements, each of its own plan or addon, in one transaction: all are made or none (errors name items[i]). */
+export async function createEntitlementsBulk(deps: Deps, actor: Actor, items: CreateEntitlementInput[]): Promise<EntitlementView[]> {
+  const audit = auditOf(deps, actor)
+  return uniqueEntitlements(items, () =>
+    transaction(deps, async (tx) => {
+      const views: EntitlementView[] = []
+      for (const [i, { plan_id, entity_type, entity_id, ...fields }] of items.entries()) {
+        const entity = await within(`items[${i}]`, () => entityOf({ plan_id, entity_type, entity_id }))
+        await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+        views.push(...(await within(`items[${i}]`, () => createEntitlementsIn(tx, actor, audit, entity, [fields]))))
+      }
+      return views
     }),
   )
 }

@@ -4,11 +4,12 @@ import { validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { requireRecord } from '../../../infra/records.ts'
+import { insertRecord, requireRecord } from '../../../infra/records.ts'
 import { guards } from '../../records/guards.ts'
 import { requireGroup } from '../groups/service.ts'
-import { getMeter } from '../meters/service.ts'
-import { referenced } from '../../records/service.ts'
+import { getMeter, insertMeterIn, metersByIds, type CreateMeterInput, type Meter } from '../meters/service.ts'
+import { announce, auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
+import type { ListRequest, Page } from '../../../core/list.ts'
 import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 
@@ -32,7 +33,12 @@ export interface CreateFeatureInput extends FeatureFields {
   name: string
   type: store.FeatureType
   meter_id?: string
+  /** A new meter to count this feature through, created with it in one transaction (Flexprice's inline meter). */
+  meter?: CreateMeterInput
 }
+
+/** A feature as the API shows it: with its meter, when it counts through one. */
+export type FeatureView = store.FeatureRow & { meter?: Meter }
 
 export interface UpdateFeatureInput extends FeatureFields {
   version?: number
@@ -63,8 +69,11 @@ export function checkAlerts(settings: store.AlertSettings | null | undefined): v
 export const featureDeletion = guards()
 
 async function checkCreate(deps: Deps, actor: Actor, input: CreateFeatureInput): Promise<Record<string, unknown>> {
-  if (input.type === 'metered') {
-    if (!input.meter_id) throw validationError('meter_id', 'is required for a metered feature')
+  if (input.meter) {
+    if (input.type !== 'metered') throw validationError('meter', `is only allowed for metered features, not ${input.type}`)
+    if (input.meter_id) throw validationError('meter', 'give meter_id or meter, not both')
+  } else if (input.type === 'metered') {
+    if (!input.meter_id) throw validationError('meter_id', 'is required for a metered feature (or meter, to create one with it)')
     await requireMeter(deps, actor, input.meter_id)
   } else if (input.meter_id) {
     throw validationError('meter_id', `is only allowed for metered features, not ${input.type}`)
@@ -78,7 +87,7 @@ async function checkUpdate(deps: Deps, actor: Actor, fields: FeatureFields): Pro
   if (fields.group_id) await requireGroup(deps.sql, actor, fields.group_id, 'feature')
 }
 
-export const features = recordService<store.FeatureRow, CreateFeatureInput, UpdateFeatureInput>({
+const records = recordService<store.FeatureRow, CreateFeatureInput, UpdateFeatureInput>({
   table: store.FEATURES,
   filters: store.FILTERS,
   unique: { index: store.LOOKUP_KEY_INDEX, field: 'lookup_key' },
@@ -87,6 +96,40 @@ export const features = recordService<store.FeatureRow, CreateFeatureInput, Upda
   announce: true,
   deletion: featureDeletion,
 })
+
+/** Features with their meters embedded (the spec's Feature.meter). */
+async function withMeters(deps: Deps, scope: Scope, rows: store.FeatureRow[]): Promise<FeatureView[]> {
+  const meters = new Map((await metersByIds(deps, scope, [...new Set(rows.flatMap((r) => (r.meter_id ? [r.meter_id] : [])))])).map((m) => [m.id, m]))
+  return rows.map((r) => (r.meter_id && meters.has(r.meter_id) ? { ...r, meter: meters.get(r.meter_id) } : r))
+}
+
+const one = async (deps: Deps, scope: Scope, row: Promise<store.FeatureRow>): Promise<FeatureView> => (await withMeters(deps, scope, [await row]))[0]
+
+/** A feature with an inline meter: the meter and the feature are written in one transaction, or neither. */
+async function createWithMeter(deps: Deps, actor: Actor, input: CreateFeatureInput & { meter: CreateMeterInput }): Promise<store.FeatureRow> {
+  const { meter, ...fields } = await checkCreate(deps, actor, input)
+  const audit = auditOf(deps, actor)
+  return uniquely('feature', [{ index: store.LOOKUP_KEY_INDEX, field: 'lookup_key', value: fields.lookup_key }], () =>
+    transaction(deps, async (tx) => {
+      const created = await insertMeterIn(tx, deps, actor, meter as CreateMeterInput, 'meter.')
+      const row = await insertRecord<store.FeatureRow>(tx, store.FEATURES, actor, audit, { ...fields, meter_id: created.id })
+      await announce(tx, actor, 'feature.created', store.FEATURES, row)
+      return row
+    }),
+  )
+}
+
+export const features = {
+  create: (deps: Deps, actor: Actor, input: CreateFeatureInput): Promise<FeatureView> =>
+    one(deps, actor, input.meter ? createWithMeter(deps, actor, input as CreateFeatureInput & { meter: CreateMeterInput }) : records.create(deps, actor, input)),
+  get: (deps: Deps, actor: Actor, id: string): Promise<FeatureView> => one(deps, actor, records.get(deps, actor, id)),
+  async list(deps: Deps, actor: Actor, request: ListRequest): Promise<Page<FeatureView>> {
+    const found = await records.list(deps, actor, request)
+    return { ...found, items: await withMeters(deps, actor, found.items) }
+  },
+  update: (deps: Deps, actor: Actor, id: string, input: UpdateFeatureInput): Promise<FeatureView> => one(deps, actor, records.update(deps, actor, id, input)),
+  remove: (deps: Deps, actor: Actor, id: string): Promise<FeatureView> => one(deps, actor, records.remove(deps, actor, id)),
+}
 
 /** A published feature a new record (an entitlement) may refer to. */
 export const requireFeature = (db: Db, scope: Scope, id: string): Promise<store.FeatureRow> =>

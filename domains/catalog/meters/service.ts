@@ -7,6 +7,7 @@ import { parseDecimal } from '../../../core/money.ts'
 import type { WindowSize } from '../../../core/periods.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
+import type { Db } from '../../../infra/postgres.ts'
 import { page, type ListParams, type Page } from '../../../core/list.ts'
 import * as store from './store.ts'
 
@@ -85,29 +86,38 @@ function cleanAggregation(input: CreateMeterInput['aggregation']): store.Aggrega
 }
 
 export async function createMeter(deps: Deps, actor: Actor, input: CreateMeterInput): Promise<Meter> {
+  const row = await deps.sql.begin((tx) => insertMeterIn(tx, deps, actor, input))
+  return (await present(deps, [row]))[0]
+}
+
+/** Checks a new meter and writes it in the caller's transaction (a feature created with its meter). */
+export async function insertMeterIn(tx: Db, deps: Deps, actor: Actor, input: CreateMeterInput, field = ''): Promise<store.MeterRow> {
   const name = input.name.trim()
   const eventName = input.event_name.trim()
-  if (!name) throw validationError('name', 'must not be blank')
-  if (!eventName) throw validationError('event_name', 'must not be blank')
-  const row = await deps.sql.begin((tx) =>
-    store.insertMeter(
-      tx,
-      {
-        id: newId('meter'),
-        tenant_id: actor.tenantId,
-        environment_id: actor.environmentId,
-        name,
-        event_name: eventName,
-        filters: cleanFilters(input.filters ?? []),
-        aggregation: cleanAggregation(input.aggregation),
-        reset_usage: input.reset_usage ?? 'BILLING_PERIOD',
-        metadata: input.metadata ?? {},
-        created_by: actor.keyId,
-      },
-      deps.clock.now(),
-    ),
+  if (!name) throw validationError(`${field}name`, 'must not be blank')
+  if (!eventName) throw validationError(`${field}event_name`, 'must not be blank')
+  return store.insertMeter(
+    tx,
+    {
+      id: newId('meter'),
+      tenant_id: actor.tenantId,
+      environment_id: actor.environmentId,
+      name,
+      event_name: eventName,
+      filters: cleanFilters(input.filters ?? []),
+      aggregation: cleanAggregation(input.aggregation),
+      reset_usage: input.reset_usage ?? 'BILLING_PERIOD',
+      metadata: input.metadata ?? {},
+      created_by: actor.keyId,
+    },
+    deps.clock.now(),
   )
-  return (await present(deps, [row]))[0]
+}
+
+/** Meters of the scope by id, as the API shows them (embedded in the features that count through them). */
+export async function metersByIds(deps: Deps, scope: Scope, ids: string[]): Promise<Meter[]> {
+  if (ids.length === 0) return []
+  return present(deps, await store.findMeters(deps.sql, scope, ids))
 }
 
 /** One meter of the scope, archived ones included (invoices of past periods still read them). */

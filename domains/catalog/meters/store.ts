@@ -55,6 +55,11 @@ export async function findMeter(db: Db, scope: Scope, id: string): Promise<Meter
   return row
 }
 
+export async function findMeters(db: Db, scope: Scope, ids: string[]): Promise<MeterRow[]> {
+  return db<MeterRow[]>`SELECT * FROM meters
+    WHERE id = ANY(${db.array(ids)}::text[]) AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}`
+}
+
 /** A meter with its current revision's backfill row, in one round trip (usage queries read this first). */
 export async function findMeterWithRevision(db: Db, scope: Scope, id: string): Promise<{ meter: MeterRow; revision?: RevisionRow } | undefined> {
   const [row] = await db<(MeterRow & { rev: RevisionRow | null })[]>`SELECT m.*, to_jsonb(r) AS rev FROM meters m

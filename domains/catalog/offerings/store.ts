@@ -11,8 +11,8 @@ export const PLAN_FILTERS: FilterSpec = filterSpec({
 })
 
 export const ADDON_FILTERS: FilterSpec = filterSpec({
-  in: { addon_ids: 'id' },
-  eq: { lookup_key: 'lookup_key' },
+  in: { addon_ids: 'id', lookup_keys: 'lookup_key' },
+  eq: { lookup_key: 'lookup_key', addon_type: 'type' },
   contains: { name: 'name' },
 })
 

@@ -82,6 +82,33 @@ export async function createPrice(deps: Deps, actor: Actor, input: CreatePriceIn
   )
 }
 
+/** Several prices, each of its own plan or addon, in one transaction: all are made or none (errors name items[i]). */
+export async function createPricesBulk(deps: Deps, actor: Actor, items: CreatePriceInput[]): Promise<store.PriceRow[]> {
+  const entities: EntityRef[] = []
+  for (const [i, { plan_id, entity_type, entity_id }] of items.entries()) entities.push(await within(`items[${i}]`, () => entityOf({ plan_id, entity_type, entity_id })))
+  const prepared = await preparePrices(deps, actor, items.map(({ plan_id: _p, entity_type: _t, entity_id: _e, ...price }) => price), 'items')
+  return uniquely('price', priceKeys(prepared), () =>
+    transaction(deps, async (tx) => {
+      const rows: store.PriceRow[] = []
+      for (const [i, entity] of entities.entries()) {
+        await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+        rows.push(...(await insertPrices(tx, actor, auditOf(deps, actor), entity, [prepared[i]])))
+      }
+      return rows
+    }),
+  )
+}
+
+/** Copies of prices for another plan or addon (a clone): the same terms, without their lookup keys (those stay unique). */
+export function copyPrices(tx: Tx, scope: Scope, audit: Audit, entity: EntityRef, prices: store.PriceRow[]): Promise<store.PriceRow[]> {
+  const copies = prices.map(({ id: _id, tenant_id: _t, environment_id: _e, created_at: _ca, created_by: _cb, updated_at: _ua, updated_by: _ub, version: _v, status: _s, ...terms }) => ({
+    ...terms,
+    lookup_key: null,
+    ...entity,
+  }))
+  return insertRecords<store.PriceRow>(tx, store.PRICES, scope, audit, copies)
+}
+
 export const getPrice = (deps: Deps, actor: Actor, id: string): Promise<store.PriceRow> =>
   requireRecord<store.PriceRow>(deps.sql, store.PRICES, actor, id)
 

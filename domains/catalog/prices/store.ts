@@ -12,6 +12,8 @@ export const LOOKUP_KEY_INDEX = 'prices_lookup_key'
 export const FILTERS: FilterSpec = filterSpec({
   in: { price_ids: 'id', plan_ids: 'entity_id', entity_ids: 'entity_id', meter_ids: 'meter_id', group_ids: 'group_id' },
   eq: { entity_type: 'entity_type', currency: 'currency', type: 'type', billing_period: 'billing_period', lookup_key: 'lookup_key' },
+  // Flexprice's price filter: false leaves out prices whose end_date has passed (absent: all prices).
+  unexpired: { allow_expired_prices: 'end_date' },
 })
 
 export interface PriceRow extends RecordRow, PriceTerms {

@@ -20,7 +20,7 @@ const grantJob = () => runNamedJob(h, 'credit-grant-applications')
 const monthly = (planId: string, extra: Record<string, unknown> = {}) =>
   ok('POST', '/v1/creditgrants', { name: 'Monthly credits', scope: 'PLAN', plan_id: planId, credits: '100', cadence: 'RECURRING', period: 'MONTHLY', expiration_type: 'BILLING_CYCLE', ...extra }, 201)
 const subscribe = (body: Record<string, unknown>) => ok('POST', '/v1/subscriptions', { currency: 'USD', billing_period: 'MONTHLY', ...body }, 201)
-const walletOf = async (customerId: string) => (await ok('GET', `/v1/customers/${customerId}/wallets`)).items
+const walletOf = async (customerId: string) => ok('GET', `/v1/customers/${customerId}/wallets`)
 const credits = async (walletId: string) =>
   (await ok('GET', `/v1/wallets/${walletId}/transactions?order=asc&type=credit`)).items.map((t: any) => [t.credit_amount, t.expiry_date, t.transaction_reason])
 const applications = async (grantId: string, query = '') =>

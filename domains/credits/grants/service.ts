@@ -11,9 +11,11 @@ import { periodBoundary, type BillingPeriod } from '../../../core/periods.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { deleteRecord, filterConditions, insertRecord, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { requireOffering } from '../../catalog/offerings/kinds.ts'
+import { copyWithOfferings } from '../../catalog/offerings/service.ts'
+import { getCustomer } from '../../customers/service.ts'
 import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
 import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { grantCredits } from '../wallets/service.ts'
@@ -135,6 +137,14 @@ export async function withCreditGrants<P extends { id: string }>(db: Db, scope: 
   return plans.map((plan) => ({ ...plan, credit_grants: grants.filter((g) => g.plan_id === plan.id) }))
 }
 
+// A cloned plan gets copies of the plan's credit grants, in the clone's transaction.
+copyWithOfferings(async (tx, actor, audit, kind, fromId, toId) => {
+  if (kind.entityType !== 'PLAN') return
+  const grants = await planCreditGrants(tx, actor, [fromId])
+  const copies = grants.map(({ id: _id, tenant_id: _t, environment_id: _e, created_at: _ca, created_by: _cb, updated_at: _ua, updated_by: _ub, version: _v, status: _s, ...terms }) => ({ ...terms, plan_id: toId }))
+  await insertRecords(tx, store.GRANTS, actor, audit, copies)
+})
+
 /** GET /v1/plans/{id}/creditgrants. */
 export async function listGrantsOfPlan(deps: Deps, actor: Actor, planId: string): Promise<Page<store.GrantRow>> {
   await requireOffering(deps.sql, actor, 'PLAN', planId, { anyStatus: true })
@@ -166,6 +176,14 @@ export async function upcomingGrants(deps: Deps, actor: Actor, subscriptionId: s
   const where = [deps.sql`subscription_id = ${sub.id}`, deps.sql`application_status IN ('pending', 'failed')`]
   // A cancelled subscription has nothing upcoming after its end; the job marks those skipped when they come due.
   if (sub.cancelled_at) where.push(deps.sql`scheduled_for < ${sub.cancelled_at}`)
+  const { rows, total } = await listRecords<store.ApplicationRow>(deps.sql, store.APPLICATIONS, actor, { ...params, sort: 'scheduled_for', order: 'asc' }, where)
+  return page(rows, total, params)
+}
+
+/** GET /v1/customers/{id}/grants/upcoming: the same over every subscription of the customer, soonest first. */
+export async function customerUpcomingGrants(deps: Deps, actor: Actor, customerId: string, { params }: ListRequest): Promise<Page<store.ApplicationRow>> {
+  const customer = await getCustomer(deps, actor, customerId)
+  const where = [deps.sql`application_status IN ('pending', 'failed')`, store.ofCustomerUncancelled(deps.sql, actor, customer.id)]
   const { rows, total } = await listRecords<store.ApplicationRow>(deps.sql, store.APPLICATIONS, actor, { ...params, sort: 'scheduled_for', order: 'asc' }, where)
   return page(rows, total, params)
 }

@@ -6,7 +6,7 @@ import type { ExpirationUnit, ApplicationReason, DueApplication } from '../../..
 import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import { newId } from '../../../core/ids.ts'
-import { decodeRow, type Audit, type FilterSpec, type RecordRow, type RecordTable } from '../../../infra/records.ts'
+import { decodeRow, type Audit, type FilterSpec, type Fragment, type RecordRow, type RecordTable } from '../../../infra/records.ts'
 
 export const GRANTS: RecordTable = { name: 'credit_grants', noun: 'credit_grant', prefix: 'cg', decimals: ['credits', 'conversion_rate', 'topup_conversion_rate'] }
 export const APPLICATIONS: RecordTable = { name: 'credit_grant_applications', noun: 'credit_grant_application', prefix: 'cga', decimals: ['credits'] }
@@ -135,3 +135,9 @@ export async function cancelWaiting(db: Db, scope: Scope, grantId: string, audit
     WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND credit_grant_id = ${grantId}
       AND application_status IN ('pending', 'failed')`
 }
+
+/** Applications of the customer's subscriptions, none scheduled after its subscription's cancellation. */
+export const ofCustomerUncancelled = (db: Db, scope: Scope, customerId: string): Fragment =>
+  db`subscription_id IN (SELECT s.id FROM subscriptions s WHERE s.customer_id = ${customerId}
+      AND s.tenant_id = ${scope.tenantId} AND s.environment_id = ${scope.environmentId}
+      AND (s.cancelled_at IS NULL OR credit_grant_applications.scheduled_for < s.cancelled_at))`

@@ -138,9 +138,12 @@ export async function listWallets(deps: Deps, actor: Actor, { params, filters }:
   return page(await views(deps.sql, rows, deps.clock.now()), total, params)
 }
 
-export async function listCustomerWallets(deps: Deps, actor: Actor, customerId: string, request: ListRequest): Promise<Page<WalletView>> {
-  await requireCustomer(deps, actor, customerId)
-  return listWallets(deps, actor, { ...request, filters: { ...request.filters, customer_id: customerId } })
+/** Every wallet of one customer, named by id or external id, newest first (Flexprice's customer wallet reads answer a plain array). */
+export async function customerWallets(deps: Deps, actor: Actor, customer: { id: string } | { external_id: string }): Promise<WalletView[]> {
+  const row = 'id' in customer ? await requireCustomer(deps, actor, customer.id) : await findCustomerByExternalId(deps, actor, customer.external_id)
+  const where = [deps.sql`customer_id = ${row.id}`]
+  const { rows } = await listRecords<store.WalletRow>(deps.sql, store.WALLETS, actor, { limit: 1000, offset: 0, sort: 'created_at', order: 'desc', status: 'published', metadata: {} }, where)
+  return views(deps.sql, rows, deps.clock.now())
 }
 
 /** Settings change here; a new alert or auto top-up setting is judged against the balance at once. */
@@ -183,6 +186,12 @@ export async function listTransactions(deps: Deps, actor: Actor, walletId: strin
   await requireWallet(deps.sql, actor, walletId)
   const where = [deps.sql`wallet_id = ${walletId}`, ...filterConditions(deps.sql, store.TRANSACTION_FILTERS, filters)]
   const { rows, total } = await listRecords<store.TransactionRow>(deps.sql, store.TRANSACTIONS, actor, params, where)
+  return page(rows, total, params)
+}
+
+/** POST /v1/wallets/transactions/search: the ledger of every wallet of the environment, by the same filters. */
+export async function searchTransactions(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<store.TransactionRow>> {
+  const { rows, total } = await listRecords<store.TransactionRow>(deps.sql, store.TRANSACTIONS, actor, params, filterConditions(deps.sql, store.TRANSACTION_FILTERS, filters))
   return page(rows, total, params)
 }
 

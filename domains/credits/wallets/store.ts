@@ -32,6 +32,11 @@ export const TRANSACTION_FILTERS: FilterSpec = {
   reference_id: { column: 'reference_id', op: 'eq' },
   created_at_gte: { column: 'created_at', op: 'gte' },
   created_at_lt: { column: 'created_at', op: 'lt' },
+  // Flexprice's names: one transaction, its wallet, and the creation range as start_time / end_time.
+  id: { column: 'id', op: 'eq' },
+  wallet_id: { column: 'wallet_id', op: 'eq' },
+  start_time: { column: 'created_at', op: 'gte' },
+  end_time: { column: 'created_at', op: 'lt' },
 }
 
 export type PriceTypeAllowed = 'ALL' | 'USAGE' | 'FIXED'

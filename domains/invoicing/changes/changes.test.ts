@@ -81,7 +81,8 @@ describe('cancelling (rule 4)', () => {
     const refused = await t.h.http('DELETE', `/v1/customers/${sub.customer_id}`)
     expect([refused.status, refused.body.code]).toEqual([400, 'invalid_operation'])
     await cancel(sub.id, { cancellation_type: 'immediate' })
-    expect((await t.h.http('DELETE', `/v1/customers/${sub.customer_id}`)).body.status).toBe('deleted')
+    expect((await t.h.http('DELETE', `/v1/customers/${sub.customer_id}`)).status).toBe(204)
+    expect((await t.h.http('GET', `/v1/customers/${sub.customer_id}`)).body.status).toBe('deleted')
   })
 
   it('refuses a stale version', async () => {

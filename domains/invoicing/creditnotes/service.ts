@@ -30,6 +30,8 @@ export interface CreateCreditNoteInput {
   memo?: string
   idempotency_key?: string
   metadata?: Record<string, string>
+  /** Finalize it in the same transaction (Flexprice's process_credit_note; its SDK sends true by default). */
+  process_credit_note?: boolean
 }
 
 export interface CreditNoteView extends store.NoteRow {
@@ -96,7 +98,7 @@ export async function createCreditNote(deps: Deps, actor: Actor, input: CreateCr
       )
       const view = await viewOf(tx, actor, row)
       await announce(tx, actor, 'credit_note.created', store.NOTES, view)
-      return view
+      return input.process_credit_note ? finalizeIn(tx, deps, actor, row.id) : view
     })
   } catch (err) {
     const e = err as { code?: string; constraint_name?: string }
@@ -124,27 +126,30 @@ async function lockNote(tx: Tx, scope: Scope, id: string): Promise<{ note: store
 }
 
 export async function finalizeCreditNote(deps: Deps, actor: Actor, id: string): Promise<CreditNoteView> {
+  return transaction(deps, (tx) => finalizeIn(tx, deps, actor, id))
+}
+
+/** Finalizes a draft note in the caller's transaction (its own request, or the create that asked to process it). */
+async function finalizeIn(tx: Tx, deps: Deps, actor: Actor, id: string): Promise<CreditNoteView> {
   const audit = auditOf(deps, actor)
-  return transaction(deps, async (tx) => {
-    const { note, invoice } = await lockNote(tx, actor, id)
-    if (note.credit_note_status !== 'DRAFT') throw invalidOperation(`credit note ${id} is ${note.credit_note_status}, not a draft`, { credit_note_status: note.credit_note_status })
-    const state = paymentState(invoice)
-    const type = ['SUCCEEDED', 'OVERPAID', 'PARTIALLY_REFUNDED'].includes(state.payment_status) ? 'REFUND' : 'ADJUSTMENT'
-    if (type !== note.credit_note_type) throw invalidOperation(`the invoice's payment changed since this ${note.credit_note_type} was drafted: void it and create a new note`, { credit_note_type: note.credit_note_type })
-    await setPaymentState(tx, actor, audit, invoice.id, applyCreditNote(state, note))
-    const number = await nextDocumentNumber(tx, actor, deps.config.invoicing.creditNoteNumberTemplate, audit.at)
-    const row = await updateRecord<store.NoteRow>(
-      tx,
-      store.NOTES,
-      actor,
-      id,
-      { credit_note_status: 'FINALIZED', credit_note_number: number, finalized_at: audit.at, refund_status: type === 'REFUND' ? 'SUCCEEDED' : null },
-      { audit },
-    )
-    const view = await viewOf(tx, actor, row)
-    await announce(tx, actor, 'credit_note.updated', store.NOTES, view)
-    return view
-  })
+  const { note, invoice } = await lockNote(tx, actor, id)
+  if (note.credit_note_status !== 'DRAFT') throw invalidOperation(`credit note ${id} is ${note.credit_note_status}, not a draft`, { credit_note_status: note.credit_note_status })
+  const state = paymentState(invoice)
+  const type = ['SUCCEEDED', 'OVERPAID', 'PARTIALLY_REFUNDED'].includes(state.payment_status) ? 'REFUND' : 'ADJUSTMENT'
+  if (type !== note.credit_note_type) throw invalidOperation(`the invoice's payment changed since this ${note.credit_note_type} was drafted: void it and create a new note`, { credit_note_type: note.credit_note_type })
+  await setPaymentState(tx, actor, audit, invoice.id, applyCreditNote(state, note))
+  const number = await nextDocumentNumber(tx, actor, deps.config.invoicing.creditNoteNumberTemplate, audit.at)
+  const row = await updateRecord<store.NoteRow>(
+    tx,
+    store.NOTES,
+    actor,
+    id,
+    { credit_note_status: 'FINALIZED', credit_note_number: number, finalized_at: audit.at, refund_status: type === 'REFUND' ? 'SUCCEEDED' : null },
+    { audit },
+  )
+  const view = await viewOf(tx, actor, row)
+  await announce(tx, actor, 'credit_note.updated', store.NOTES, view)
+  return view
 }
 
 /**

@@ -157,7 +157,7 @@ describe('KWD: a forever coupon and a customer tax on every invoice', () => {
     const p = await plan(h, { prices: [fixedPrice('12.500', { currency: 'KWD', display_name: 'Team' }), usagePrice(meterId, '0.00125', { currency: 'KWD', display_name: 'Messages' })] })
     const cus = await customer(h)
     await post('/v1/taxes/rates', { name: 'VAT', code: 'VAT5', tax_rate_type: 'percentage', percentage_value: '5' })
-    expect((await post('/v1/taxes/associations', { tax_rate_code: 'VAT5', entity_type: 'customer', entity_id: cus.id })).status).toBe(201)
+    expect((await post('/v1/taxes/associations', { tax_rate_code: 'VAT5', entity_type: 'customer', entity_id: cus.id })).status).toBe(200) // as Flexprice answers
     const coupon = (await post('/v1/coupons', { name: 'Launch', type: 'percentage', cadence: 'forever', percentage_off: '10' })).body
     const sub = await subscribe({ customer_id: cus.id, plan_id: p.id, currency: 'KWD', start_date: '2024-05-01T00:00:00Z', coupons: [coupon.id] })
     await send(h, at('2024-05-05T00:00:00Z', 1234).map((t, i) => ({ id: `kwd-${i}`, at: t })), { customer: cus.external_id, name: 'message' })

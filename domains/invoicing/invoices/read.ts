@@ -5,7 +5,8 @@ import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
 import { filterConditions, listRecords, requireRecord } from '../../../infra/records.ts'
-import { customerViews, type CustomerView } from '../../customers/service.ts'
+import { customerViews, getCustomer, type CustomerView } from '../../customers/service.ts'
+import { D } from '../../../core/money.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { toWire } from '../../records/wire.ts'
 import { recordEvents } from '../../../infra/outbox.ts'
@@ -52,6 +53,30 @@ export async function getInvoice(deps: Deps, actor: Actor, id: string): Promise<
 export async function listInvoices(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<InvoiceView>> {
   const { rows, total } = await listRecords<store.InvoiceRow>(deps.sql, store.INVOICES, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
   return page(await views(deps.sql, actor, rows), total, params)
+}
+
+/** GET /v1/customers/{id}/invoices/summary: the customer's finalized invoices summed per currency (Flexprice's summary). */
+export async function customerInvoiceSummary(deps: Deps, actor: Actor, customerId: string) {
+  const customer = await getCustomer(deps, actor, customerId)
+  const rows = await store.customerSummaries(deps.sql, actor, customer.id, deps.clock.now())
+  const amount = (s: string) => new D(s).toFixed()
+  const latest = rows.reduce<store.CustomerSummaryRow | undefined>((a, r) => (!a || r.last_at > a.last_at ? r : a), undefined)
+  return {
+    customer_id: customer.id,
+    default_currency: latest?.currency ?? null,
+    summaries: rows.map((r) => ({
+      customer_id: customer.id,
+      currency: r.currency,
+      total_invoice_count: Number(r.total_invoice_count),
+      total_revenue_amount: amount(r.total_revenue_amount),
+      unpaid_invoice_count: Number(r.unpaid_invoice_count),
+      total_unpaid_amount: amount(r.total_unpaid_amount),
+      overdue_invoice_count: Number(r.overdue_invoice_count),
+      total_overdue_amount: amount(r.total_overdue_amount),
+      unpaid_usage_charges: amount(r.unpaid_usage_charges),
+      unpaid_fixed_charges: amount(r.unpaid_fixed_charges),
+    })),
+  }
 }
 
 /** Locks an invoice of the scope for the transaction; another scope's invoice is not_found. */

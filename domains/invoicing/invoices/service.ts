@@ -307,6 +307,19 @@ export async function voidInvoice(deps: Deps, actor: Actor, id: string): Promise
   })
 }
 
+/**
+ * Flexprice's "trigger communication": announces invoice.communication.triggered (a spec event type) with
+ * the invoice, for the webhook endpoints that send invoices to customers. Drafts are not sent.
+ */
+export async function triggerCommunication(deps: Deps, actor: Actor, id: string): Promise<{ message: string }> {
+  return transaction(deps, async (tx) => {
+    const invoice = await lockInvoice(tx, actor, id)
+    if (invoice.invoice_status === 'DRAFT') throw invalidOperation(`invoice ${id} is a draft: finalize it before sending it`, { invoice_status: invoice.invoice_status })
+    await announceInvoice(tx, actor, 'invoice.communication.triggered', invoice)
+    return { message: `invoice.communication.triggered announced for invoice ${id}` }
+  })
+}
+
 // ---- recalculating ------------------------------------------------------------------------------------
 
 /**

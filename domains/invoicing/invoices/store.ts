@@ -264,3 +264,50 @@ export async function insertMany<T>(db: Db, table: RecordTable, scope: Scope, au
     SELECT ${columns} FROM jsonb_populate_recordset(NULL::${db(table.name)}, ${db.json(json as never)}) RETURNING *`
   return out.map((row) => decodeRow<T>(table, row))
 }
+
+export interface CustomerSummaryRow {
+  currency: string
+  total_invoice_count: string
+  total_revenue_amount: string
+  unpaid_invoice_count: string
+  total_unpaid_amount: string
+  overdue_invoice_count: string
+  total_overdue_amount: string
+  unpaid_usage_charges: string
+  unpaid_fixed_charges: string
+  last_at: Date
+}
+
+/**
+ * A customer's finalized invoices summed per currency: revenue (totals), what is unpaid (amount_remaining
+ * of invoices not paid in full), what of that is past its due date, and the unpaid lines' usage and fixed charges.
+ */
+export async function customerSummaries(db: Db, scope: Scope, customerId: string, now: Date): Promise<CustomerSummaryRow[]> {
+  return db<CustomerSummaryRow[]>`
+    WITH inv AS (
+      SELECT id, currency, total, amount_remaining, due_date, created_at, amount_remaining > 0 AS unpaid
+      FROM invoices
+      WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND customer_id = ${customerId}
+        AND status = 'published' AND invoice_status = 'FINALIZED'
+    ), lines AS (
+      SELECT inv.currency,
+             COALESCE(SUM(l.amount) FILTER (WHERE l.price_type = 'USAGE'), 0) AS usage,
+             COALESCE(SUM(l.amount) FILTER (WHERE l.price_type IS DISTINCT FROM 'USAGE'), 0) AS fixed
+      FROM inv JOIN invoice_line_items l ON l.invoice_id = inv.id AND l.status = 'published'
+      WHERE inv.unpaid
+      GROUP BY inv.currency
+    )
+    SELECT inv.currency,
+           COUNT(*)::text AS total_invoice_count,
+           SUM(total)::text AS total_revenue_amount,
+           COUNT(*) FILTER (WHERE unpaid)::text AS unpaid_invoice_count,
+           COALESCE(SUM(amount_remaining) FILTER (WHERE unpaid), 0)::text AS total_unpaid_amount,
+           COUNT(*) FILTER (WHERE unpaid AND due_date < ${now})::text AS overdue_invoice_count,
+           COALESCE(SUM(amount_remaining) FILTER (WHERE unpaid AND due_date < ${now}), 0)::text AS total_overdue_amount,
+           COALESCE(MAX(lines.usage), 0)::text AS unpaid_usage_charges,
+           COALESCE(MAX(lines.fixed), 0)::text AS unpaid_fixed_charges,
+           MAX(inv.created_at) AS last_at
+    FROM inv LEFT JOIN lines ON lines.currency = inv.currency
+    GROUP BY inv.currency
+    ORDER BY inv.currency`
+}

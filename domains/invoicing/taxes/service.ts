@@ -7,8 +7,8 @@ import { AppError, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, requireRecord } from '../../../infra/records.ts'
-import { requireCustomer } from '../../customers/service.ts'
+import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
+import { findCustomerByExternalId, requireCustomer } from '../../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
@@ -80,8 +80,10 @@ export const taxRates = recordService<store.TaxRateRow, CreateTaxRateInput, Upda
 
 export interface CreateAssociationInput {
   tax_rate_code: string
-  entity_type: 'tenant' | 'customer' | 'subscription'
+  entity_type?: 'tenant' | 'customer' | 'subscription'
   entity_id?: string
+  /** Flexprice's way to name a customer association's customer. */
+  external_customer_id?: string
   priority?: number
   auto_apply?: boolean
   currency?: string
@@ -93,6 +95,12 @@ export interface CreateAssociationInput {
 export async function createAssociation(deps: Deps, actor: Actor, input: CreateAssociationInput): Promise<store.AssociationRow> {
   const [rate] = await store.ratesByCode(deps.sql, actor, [input.tax_rate_code])
   if (!rate) throw new AppError('not_found', `tax_rate_code: no tax rate ${input.tax_rate_code}`, { tax_rate_code: input.tax_rate_code })
+  if (input.external_customer_id !== undefined) {
+    if (input.entity_id !== undefined) throw validationError('external_customer_id', 'give entity_id or external_customer_id, not both')
+    if ((input.entity_type ?? 'customer') !== 'customer') throw validationError('external_customer_id', 'names a customer: entity_type must be customer')
+    input = { ...input, entity_type: 'customer', entity_id: (await referenced('external_customer_id', findCustomerByExternalId(deps, actor, input.external_customer_id))).id }
+  }
+  if (!input.entity_type) throw validationError('entity_type', 'is required (or external_customer_id)')
   let entityId = input.entity_id
   if (input.entity_type === 'tenant') entityId = actor.tenantId
   else if (!entityId) throw validationError('entity_id', `is required for entity_type ${input.entity_type}`)
@@ -122,6 +130,17 @@ export async function listAssociations(deps: Deps, actor: Actor, { params, filte
   const { rows, total } = await listRecords<store.AssociationRow>(deps.sql, store.ASSOCIATIONS, actor, params, filterConditions(deps.sql, store.ASSOCIATION_FILTERS, filters))
   return page(rows, total, params)
 }
+
+export interface UpdateAssociationInput {
+  priority?: number
+  auto_apply?: boolean
+  metadata?: Record<string, string>
+  version?: number
+}
+
+/** Priority, auto_apply and metadata change; the rate, the entity, the currency and the dates are what the association is. */
+export const updateAssociation = (deps: Deps, actor: Actor, id: string, { version, ...fields }: UpdateAssociationInput): Promise<store.AssociationRow> =>
+  transaction(deps, (tx) => updateRecord<store.AssociationRow>(tx, store.ASSOCIATIONS, actor, id, fields, { version, audit: auditOf(deps, actor) }))
 
 export const deleteAssociation = (deps: Deps, actor: Actor, id: string): Promise<store.AssociationRow> =>
   transaction(deps, (tx) => deleteRecord<store.AssociationRow>(tx, store.ASSOCIATIONS, actor, id, auditOf(deps, actor)))

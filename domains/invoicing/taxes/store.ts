@@ -9,7 +9,11 @@ export const ASSOCIATIONS: RecordTable = { name: 'tax_associations', noun: 'tax_
 export const CODE_INDEX = 'tax_rates_code'
 export const ASSOCIATION_INDEX = 'tax_associations_once'
 
-export const FILTERS: FilterSpec = filterSpec({ in: { tax_rate_ids: 'id', codes: 'code' }, eq: { tax_rate_type: 'tax_rate_type', tax_rate_status: 'tax_rate_status' } })
+// taxrate_ids, taxrate_codes: Flexprice's names for the same filters.
+export const FILTERS: FilterSpec = filterSpec({
+  in: { tax_rate_ids: 'id', codes: 'code', taxrate_ids: 'id', taxrate_codes: 'code' },
+  eq: { tax_rate_type: 'tax_rate_type', tax_rate_status: 'tax_rate_status', scope: 'scope' },
+})
 export const ASSOCIATION_FILTERS: FilterSpec = filterSpec({ eq: { entity_type: 'entity_type', entity_id: 'entity_id', tax_rate_id: 'tax_rate_id' } })
 
 export interface TaxRateRow extends RecordRow {

@@ -45,14 +45,14 @@ export interface ListEventsQuery {
 
 const encodeCursor = (r: StoredEventRow): string => Buffer.from(JSON.stringify([iso(r.timestamp), r.id])).toString('base64url')
 
-function decodeCursor(cursor: string): { timestamp: Date; id: string } {
+function decodeCursor(cursor: string, field = 'cursor'): { timestamp: Date; id: string } {
   try {
     const [t, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string]
     const timestamp = new Date(t)
     if (typeof id !== 'string' || Number.isNaN(timestamp.getTime())) throw new Error('bad cursor')
     return { timestamp, id }
   } catch {
-    throw validationError('cursor', 'is not a cursor returned by this list')
+    throw validationError(field, 'is not a cursor returned by this list')
   }
 }
 
@@ -68,7 +68,7 @@ export async function listEvents(deps: Deps, scope: Scope, q: ListEventsQuery) {
       end: q.end_time ? new Date(q.end_time) : undefined,
       before: q.cursor ? decodeCursor(q.cursor) : undefined,
     },
-    q.limit,
+    { limit: q.limit },
   )
   const last = rows.length === q.limit ? rows[rows.length - 1] : undefined
   return {
@@ -76,6 +76,50 @@ export async function listEvents(deps: Deps, scope: Scope, q: ListEventsQuery) {
     pagination: { limit: q.limit, offset: 0, total },
     has_more: last !== undefined,
     next_cursor: last ? encodeCursor(last) : null,
+  }
+}
+
+/** Flexprice's POST /v1/events/query: filters in the body, pages by offset or by iter_last_key (a cursor). */
+export interface EventQuery {
+  external_customer_id?: string
+  event_name?: string
+  event_id?: string
+  source?: string
+  start_time?: string
+  end_time?: string
+  property_filters?: Record<string, string[]>
+  page_size: number
+  offset?: number
+  iter_last_key?: string
+  order?: 'asc' | 'desc'
+}
+
+export async function queryEvents(deps: Deps, scope: Scope, q: EventQuery) {
+  const ascending = q.order === 'asc'
+  const offset = q.iter_last_key ? 0 : (q.offset ?? 0)
+  const { rows, total } = await store.listEvents(
+    deps.ch,
+    scope,
+    {
+      externalCustomerId: q.external_customer_id?.trim(),
+      eventName: q.event_name?.trim(),
+      eventId: q.event_id?.trim(),
+      source: q.source,
+      start: q.start_time ? new Date(q.start_time) : undefined,
+      end: q.end_time ? new Date(q.end_time) : undefined,
+      properties: q.property_filters,
+      before: q.iter_last_key ? decodeCursor(q.iter_last_key, 'iter_last_key') : undefined,
+    },
+    { limit: q.page_size, offset, ascending },
+  )
+  const hasMore = rows.length === q.page_size && (q.iter_last_key ? true : offset + rows.length < total)
+  return {
+    events: rows.map((r) => view(scope, r)),
+    has_more: hasMore,
+    iter_first_key: rows.length ? encodeCursor(rows[0]) : '',
+    iter_last_key: rows.length ? encodeCursor(rows[rows.length - 1]) : '',
+    offset,
+    total_count: total,
   }
 }
 

@@ -10,8 +10,17 @@ export interface EventFilter {
   source?: string
   start?: Date
   end?: Date
-  /** Keyset: events strictly older than this (timestamp, id). */
+  /** Keyset: events strictly older than this (timestamp, id); with `ascending`, strictly newer. */
   before?: { timestamp: Date; id: string }
+  eventId?: string
+  /** Property values, any of which matches (string or number properties alike). */
+  properties?: Record<string, string[]>
+}
+
+export interface EventPage {
+  limit: number
+  offset?: number
+  ascending?: boolean
 }
 
 function where(scope: Scope, f: EventFilter): { sql: string; params: Record<string, unknown> } {
@@ -37,16 +46,27 @@ function where(scope: Scope, f: EventFilter): { sql: string; params: Record<stri
     parts.push("timestamp < {end:DateTime64(3, 'UTC')}")
     params.end = chDateTime(f.end)
   }
+  if (f.eventId !== undefined) {
+    parts.push('id = {eid:String}')
+    params.eid = f.eventId
+  }
+  for (const [i, [key, values]] of Object.entries(f.properties ?? {}).entries()) {
+    // A string property compares as text, a number as its JSON text: "5" matches both "5" and 5.
+    parts.push(`(JSONExtractString(properties, {pk${i}:String}) IN {pv${i}:Array(String)} OR JSONExtractRaw(properties, {pk${i}:String}) IN {pv${i}:Array(String)})`)
+    params[`pk${i}`] = key
+    params[`pv${i}`] = values
+  }
   return { sql: parts.join(' AND '), params }
 }
 
-export async function listEvents(ch: ClickHouse, scope: Scope, f: EventFilter, limit: number): Promise<{ rows: StoredEventRow[]; total: number }> {
+export async function listEvents(ch: ClickHouse, scope: Scope, f: EventFilter, { limit, offset = 0, ascending = false }: EventPage): Promise<{ rows: StoredEventRow[]; total: number }> {
   const w = where(scope, f)
-  const keyset = f.before ? " AND (timestamp, id) < ({bt:DateTime64(3, 'UTC')}, {bid:String})" : ''
+  const keyset = f.before ? ` AND (timestamp, id) ${ascending ? '>' : '<'} ({bt:DateTime64(3, 'UTC')}, {bid:String})` : ''
+  const order = ascending ? 'ASC' : 'DESC'
   const [page, count] = await Promise.all([
     ch.client.query({
-      query: `SELECT ${EVENT_COLUMNS} FROM events WHERE ${w.sql}${keyset} ORDER BY timestamp DESC, id DESC LIMIT {limit:UInt32}`,
-      query_params: { ...w.params, limit, bt: f.before ? chDateTime(f.before.timestamp) : undefined, bid: f.before?.id },
+      query: `SELECT ${EVENT_COLUMNS} FROM events WHERE ${w.sql}${keyset} ORDER BY timestamp ${order}, id ${order} LIMIT {limit:UInt32} OFFSET {offset:UInt32}`,
+      query_params: { ...w.params, limit, offset, bt: f.before ? chDateTime(f.before.timestamp) : undefined, bid: f.before?.id },
       format: 'JSONEachRow',
     }),
     ch.client.query({ query: `SELECT toString(count()) AS n FROM events WHERE ${w.sql}`, query_params: w.params, format: 'JSONEachRow' }),
