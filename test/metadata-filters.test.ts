@@ -34,7 +34,16 @@ const lists: Listed[] = [
   },
   { path: '/v1/coupons', search: true, make: async (h, metadata) => (await created(h, '/v1/coupons', { name: 'C', type: 'percentage', cadence: 'once', percentage_off: '10', metadata })).id },
   { path: '/v1/taxes/rates', search: true, make: async (h, metadata) => (await created(h, '/v1/taxes/rates', { name: 'VAT', code: unique('vat'), tax_rate_type: 'percentage', percentage_value: '20', metadata })).id },
-  { path: '/v1/wallets', search: true, make: async (h, metadata) => (await created(h, '/v1/wallets', { customer_id: (await customer(h)).id, currency: 'USD', metadata })).id },
+  {
+    path: '/v1/wallets',
+    search: true,
+    // Wallet creation answers 200, as Flexprice's clients require (docs/decisions.md).
+    make: async (h, metadata) => {
+      const res = await h.http('POST', '/v1/wallets', { body: { customer_id: (await customer(h)).id, currency: 'USD', metadata } })
+      expect(res.status).toBe(200)
+      return res.body.id
+    },
+  },
   {
     path: '/v1/subscriptions',
     search: true,
