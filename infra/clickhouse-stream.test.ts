@@ -56,8 +56,8 @@ describe('streamRows', () => {
       }
     })()
     await expect(reading).rejects.toMatchObject({ name: 'AbortError' })
-    expect(count).toBeGreaterThanOrEqual(100_000)
-    expect(count).toBeLessThan(1_000_000)
+    // The reader stops at once, the row after the abort never comes.
+    expect(count).toBe(100_000)
     // An already aborted signal starts nothing.
     const done = new AbortController()
     done.abort()

@@ -102,7 +102,12 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     async function* streamRows<T>({ query, query_params, signal }: StreamQuery): AsyncGenerator<T> {
       const rs = await client.query({ query, query_params, format: 'JSONEachRow', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1 } })
       try {
-        for await (const rows of rs.stream<T>()) for (const row of rows) yield row.json()
+        for await (const rows of rs.stream<T>()) {
+          for (const row of rows) {
+            signal?.throwIfAborted()
+            yield row.json()
+          }
+        }
       } finally {
         rs.close()
       }
@@ -168,7 +173,13 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
       await session.queryAsync('SET output_format_json_quote_64bit_integers = 1')
       const options = { format: 'JSONEachRow', signal }
       const stream = query_params && Object.keys(query_params).length > 0 ? session.queryStreamBind(query, query_params, options) : session.queryStream(query, options)
-      for await (const chunk of stream) for (const row of chunk.rows<T>()) yield row
+      for await (const chunk of stream) {
+        for (const row of chunk.rows<T>()) {
+          // chDB checks the signal between chunks; the reader stops at once.
+          signal?.throwIfAborted()
+          yield row
+        }
+      }
     } catch (err) {
       throw streamError(err)
     } finally {
