@@ -8,7 +8,7 @@
 //   - the whole environment, not by customer: meter_usage_by_source_env_1h (no customer column) + raw rows;
 //   - customers given or grouped, by or filtered on source: meter_usage_by_source_1h + raw rows;
 //   - customers given or grouped, source not involved: meter_usage_1d/_1h/_1m + raw rows (days and minutes there);
-//   - properties grouped or filtered: raw rows only.
+//   - properties grouped or filtered, or `read: 'raw'` (reconciliation): raw rows only.
 // Raw rows are meter_usage's (the value) joined to events (the source and properties) by customer and id when a
 // source or property is needed.
 import type { ClickHouse } from '../../infra/clickhouse.ts'
@@ -49,6 +49,8 @@ export interface BreakdownQuery {
   timeZone?: string
   /** Groups besides the meter (always a group). */
   groupBy?: BreakdownKey[]
+  /** 'raw' ignores the rollups and recounts raw rows (reconciliation); default 'views'. */
+  read?: 'views' | 'raw'
   /** Groups per page: default 50, at most 1000. */
   limit?: number
   offset?: number
@@ -173,7 +175,7 @@ function layoutOf(q: PropertyBreakdownQuery, g: Grouping): Layout {
   const filters = q.propertyFilters !== undefined && Object.keys(q.propertyFilters).length > 0
   const needSource = g.source || q.sources !== undefined
   const perCustomer = g.customer || q.externalCustomerIds !== undefined
-  if (g.properties.length > 0 || filters) return { rollups: [], joinEvents: true, latestKey: 'string', customers: Infinity }
+  if (g.properties.length > 0 || filters || q.read === 'raw') return { rollups: [], joinEvents: needSource || g.properties.length > 0 || filters, latestKey: 'string', customers: Infinity }
   if (!perCustomer) return { rollups: ENV_BY_SOURCE, joinEvents: needSource, latestKey: 'string', customers: Infinity }
   const customers = q.externalCustomerIds?.length ?? Infinity
   if (needSource) return { rollups: BY_SOURCE, joinEvents: true, latestKey: 'string', customers }
