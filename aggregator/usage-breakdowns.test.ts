@@ -31,7 +31,8 @@ import { batchLine, expiresText, insertBatch } from './store.ts'
 const scope = { tenantId: 'ten_breakdowns', environmentId: 'env_breakdowns' }
 const NAME = 'llm.call'
 
-const rule = (id: string, aggregation: MeterRules['aggregation'], filters: MeterRules['filters'] = []): MeterRules => ({ id, revision: 1, eventName: NAME, filters, aggregation })
+const OTHER = 'embedding.call'
+const rule = (id: string, aggregation: MeterRules['aggregation'], filters: MeterRules['filters'] = [], eventName = NAME): MeterRules => ({ id, revision: 1, eventName, filters, aggregation })
 const METERS: MeterRules[] = [
   rule('m_count', { type: 'COUNT' }),
   rule('m_sum', { type: 'SUM', field: 'v' }),
@@ -45,6 +46,8 @@ const METERS: MeterRules[] = [
   rule('m_max_by_user', { type: 'MAX', field: 'v', groupBy: 'user' }),
   rule('m_max_hourly', { type: 'MAX', field: 'v', bucketSize: 'HOUR' }),
   rule('m_sum_gpt', { type: 'SUM', field: 'v' }, [{ key: 'model', values: ['gpt-4o'] }]),
+  // Another event name in a slicing of its own (a part of its own in the statement).
+  rule('m_other_daily', { type: 'MAX', field: 'v', bucketSize: 'DAY' }, [], OTHER),
 ]
 const analyticsMeters = (ids?: string[]): AnalyticsMeter[] =>
   METERS.filter((m) => !ids || ids.includes(m.id)).map((m) => ({ meterId: m.id, revision: m.revision, eventName: m.eventName, aggregation: m.aggregation }))
@@ -88,7 +91,7 @@ function makeEvents(n: number, offset: number): UsageEvent[] {
     out.push({
       id: `e-${String(offset + i).padStart(5, '0')}-${Math.floor(rnd() * 1e6)}`,
       ...scope,
-      eventName: NAME,
+      eventName: rnd() < 0.1 ? OTHER : NAME,
       externalCustomerId: pick(CUSTOMERS),
       customerId: '',
       source: pick(SOURCES),
@@ -226,20 +229,23 @@ const SHAPES: { label: string; start: Date; end: Date; windowSize?: WindowSize; 
 const SCOPES: { label: string; externalCustomerIds?: string[] }[] = [{ label: 'the environment' }, { label: 'one customer', externalCustomerIds: ['c2'] }, { label: 'two customers', externalCustomerIds: ['c1', 'c4'] }]
 const GROUPINGS: BreakdownQuery['groupBy'][] = [[], ['source'], ['external_customer_id'], ['source', 'external_customer_id']]
 
+// Each read takes ~50-400 ms of chDB (twelve meters, two slicings, rollups and raw rows); a machine shared with
+// other work needs more than the default minute for a test's dozen.
+const SLOW = 300_000
+
 describe('the breakdown rollups equal a recount of the events, every aggregation', () => {
-  it.each(SHAPES)('$label', async ({ label: _label, ...shape }) => {
-    for (const s of SCOPES) {
-      for (const groupBy of GROUPINGS) {
-        for (const sources of [undefined, ['api'], ['', "it's"]]) {
-          const q: BreakdownQuery = { scope, meters: analyticsMeters(), ...shape, externalCustomerIds: s.externalCustomerIds, groupBy, sources }
-          const { groups, totals } = await allPages(q, usageBreakdown)
-          const context = `${s.label}, by ${groupBy!.join('+') || 'meter'}, sources ${JSON.stringify(sources)}`
-          expect(byKey(comparable(groups)), context).toEqual(byKey(expected(q)))
-          expect(totals, context).toEqual([groups.length])
-        }
+  const cases = SHAPES.flatMap((shape) => SCOPES.map((s) => ({ ...shape, scopeLabel: s.label, externalCustomerIds: s.externalCustomerIds })))
+  it.each(cases)('$label, $scopeLabel', async ({ label: _label, scopeLabel, ...shape }) => {
+    for (const groupBy of GROUPINGS) {
+      for (const sources of groupBy!.length === 1 ? [undefined, ['api'], ['', "it's"]] : [undefined, ['', "it's"]]) {
+        const q: BreakdownQuery = { scope, meters: analyticsMeters(), ...shape, groupBy, sources }
+        const { groups, totals } = await allPages(q, usageBreakdown)
+        const context = `${scopeLabel}, by ${groupBy!.join('+') || 'meter'}, sources ${JSON.stringify(sources)}`
+        expect(byKey(comparable(groups)), context).toEqual(byKey(expected(q)))
+        expect(totals, context).toEqual([groups.length])
       }
     }
-  })
+  }, SLOW)
 })
 
 describe('retries and rows from before the migration', () => {
@@ -269,7 +275,7 @@ describe('property breakdowns from raw rows', () => {
     const { groups, totals } = await allPages(q, propertyBreakdown, 7)
     expect(byKey(comparable(groups))).toEqual(byKey(expected(q)))
     expect(new Set(totals)).toEqual(new Set([groups.length]))
-  })
+  }, SLOW)
 
   it('refuses a grouping it does not know', async () => {
     await expect(usageBreakdown(ch, { scope, meters: analyticsMeters(), ...range, groupBy: ['properties.model' as 'source'] })).rejects.toThrow(RangeError)
@@ -284,7 +290,7 @@ describe('pages of groups', () => {
     expect(all.length).toBe(3 * SOURCES.length * CUSTOMERS.length)
     const keys = all.map((g) => JSON.stringify([g.meterId, g.source, g.externalCustomerId]))
     expect(keys).toEqual([...keys].sort())
-    for (const limit of [1, 7, 20, 59, 60]) {
+    for (const limit of [1, 7, 59, 60]) {
       const { groups, totals } = await allPages(q, usageBreakdown, limit)
       expect(groups).toEqual(all)
       expect(new Set(totals)).toEqual(new Set([all.length]))
@@ -293,7 +299,7 @@ describe('pages of groups', () => {
     expect(beyond).toEqual({ groups: [], total: all.length })
     const none = await usageBreakdown(ch, { ...q, externalCustomerIds: ['nobody'] })
     expect(none).toEqual({ groups: [], total: 0 })
-  })
+  }, SLOW)
 
   it('refuses a limit outside 1..1000 and a negative offset', async () => {
     const q: BreakdownQuery = { scope, meters: analyticsMeters(['m_sum']), start: at('2024-02-28T00:00:00Z'), end: at('2024-03-01T00:00:00Z') }
@@ -312,7 +318,7 @@ describe('streams for exports', () => {
     )
     expect(rows.length).toBe(fromPages.length)
     expect(rows).toEqual(fromPages)
-  })
+  }, SLOW)
 
   it('streams whole-range rows grouped by a property', async () => {
     const q: PropertyBreakdownQuery = { scope, meters: analyticsMeters(['m_unique', 'm_avg']), start: at('2024-02-28T00:00:00Z'), end: at('2024-03-02T06:00:00Z'), groupBy: ['properties.model'] }
@@ -337,7 +343,7 @@ describe('streams for exports', () => {
       expect([e.external_customer_id, e.source]).toEqual(['c2', 'sdk'])
       c2++
     }
-    expect(c2).toBe(want.filter((e) => e.externalCustomerId === 'c2' && e.source === 'sdk').length)
+    expect(c2).toBe(want.filter((e) => e.externalCustomerId === 'c2' && e.source === 'sdk' && e.eventName === NAME).length)
   })
 
   it('stops on abort', async () => {

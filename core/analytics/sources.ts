@@ -9,7 +9,7 @@ import { splitUnits, type Slice } from '../usage.ts'
 export type Range = [number, number]
 
 /** Units starting at `starts`, each `unit` milliseconds long. */
-export interface Units {
+interface Units {
   starts: Date[]
   unit: number
 }
@@ -28,14 +28,14 @@ export interface PlannedSource {
 }
 
 /** Beyond this many cut units a rollup is skipped and the finer source reads its units (a long list costs more). */
-export const MAX_SPLITS = 64
+const MAX_SPLITS = 64
 /** A source added to a statement costs about as much as reading this many rows of the next finer one (chDB). */
-export const SOURCE_ROWS = 20_000
+const SOURCE_ROWS = 20_000
 /** Raw rows counted, for that cost, as one per customer per second. */
-export const RAW_ROW_MS = 1000
+const RAW_ROW_MS = 1000
 
 /** `ranges` without the units starting at `cut` (sorted, each `unit` long). */
-export function withoutUnits(ranges: readonly Range[], cut: readonly Date[], unit: number): Range[] {
+function withoutUnits(ranges: readonly Range[], cut: readonly Date[], unit: number): Range[] {
   const out: Range[] = []
   for (const [a, b] of ranges) {
     let from = a
@@ -51,7 +51,7 @@ export function withoutUnits(ranges: readonly Range[], cut: readonly Date[], uni
 }
 
 /** The parts of `ranges` within the units starting at `cut`, adjacent ones joined. */
-export function withinUnits(ranges: readonly Range[], cut: readonly Date[], unit: number): Range[] {
+function withinUnits(ranges: readonly Range[], cut: readonly Date[], unit: number): Range[] {
   const out: Range[] = []
   for (const [a, b] of ranges) {
     for (const c of cut) {

@@ -129,8 +129,8 @@ export interface ExportedEvent {
   properties: string
 }
 
-export const DEFAULT_LIMIT = 50
-export const MAX_LIMIT = 1000
+const DEFAULT_LIMIT = 50
+const MAX_LIMIT = 1000
 
 // ---- what a query reads -------------------------------------------------------------------------------------
 
@@ -290,14 +290,14 @@ function sourceSql(st: Statement, part: Part, source: PlannedSource, i: number):
   const groupBy = ['t', 'meter_id', ...(grouping.source ? ['source'] : []), ...(grouping.customer ? ['customer'] : []), ...grouping.properties.map((_, k) => `p${k}`), 'group_value']
   let join = ''
   if (layout.joinEvents) {
-    params.names = [...new Set(part.meters.map((m) => m.eventName))]
+    params[`p${part.index}_names`] = [...new Set(part.meters.map((m) => m.eventName))]
     const extracted = grouping.properties.map((_, k) => `, ${propertyGroup(`{pk${k}:String}`)} AS p${k}`).join('')
     const filters = Object.keys(q.propertyFilters ?? {})
       .map((_, k) => ` AND ${propertyText(`{fk${k}:String}`)} IN {fv${k}:Array(String)}`)
       .join('')
     join = `INNER JOIN (
         SELECT external_customer_id, id, source${extracted} FROM events
-        WHERE ${scope} AND event_name IN {names:Array(String)}${customerIn('external_customer_id')}${sourceIn('source')}${filters}
+        WHERE ${scope} AND event_name IN {p${part.index}_names:Array(String)}${customerIn('external_customer_id')}${sourceIn('source')}${filters}
           AND ${timeWhere(source, 'timestamp', name, params)}
       ) AS e ON m.external_customer_id = e.external_customer_id AND m.event_id = e.id`
   }

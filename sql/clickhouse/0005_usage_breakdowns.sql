@@ -133,4 +133,6 @@ SELECT tenant_id, environment_id, meter_id, revision, external_customer_id, time
 FROM meter_usage_backfill;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS meter_usage_sourced_from_backfill TO meter_usage_sourced AS
-SELECT * FROM meter_usage_backfill;
+SELECT tenant_id, environment_id, meter_id, revision, external_customer_id, source, timestamp, event_id, value, group_value,
+       unique_value
+FROM meter_usage_backfill;
