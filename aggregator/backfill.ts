@@ -31,7 +31,7 @@ async function backfillRevision(deps: Deps, meter: meters.MeterRow): Promise<num
     for (const e of page) {
       const r = resolveUsage(rules, { eventName: e.event_name, properties: JSON.parse(e.properties) as Record<string, unknown> })
       if (r && 'row' in r) {
-        rows.push({ tenant_id: scope.tenantId, environment_id: scope.environmentId, external_customer_id: e.external_customer_id, timestamp: e.timestamp, event_id: e.id, row: r.row })
+        rows.push({ tenant_id: scope.tenantId, environment_id: scope.environmentId, external_customer_id: e.external_customer_id, source: e.source, timestamp: e.timestamp, event_id: e.id, row: r.row })
       }
     }
     const last = page[page.length - 1]

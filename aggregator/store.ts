@@ -283,16 +283,22 @@ export interface MeterUsageInsert {
   tenant_id: string
   environment_id: string
   external_customer_id: string
+  /** The event's source: the usage breakdowns by source get the row too. */
+  source: string
   timestamp: string
   event_id: string
   row: UsageRow
 }
 
-/** Backfilled meter rows; the token names the page so a rerun of it is dropped. */
+/**
+ * Backfilled meter rows, into meter_usage_backfill (a Null table, sql/clickhouse/0005_usage_breakdowns.sql) whose views
+ * write meter_usage (and on to its rollups) and the usage breakdowns by source in the same statement; the token names
+ * the page so a rerun of it is dropped by every table.
+ */
 export async function insertMeterUsage(ch: ClickHouse, rows: MeterUsageInsert[], token: string): Promise<void> {
   if (rows.length === 0) return
   await ch.insertRaw({
-    table: 'meter_usage',
+    table: 'meter_usage_backfill',
     format: 'JSONEachRow',
     rows: rows
       .map((r) =>
@@ -302,6 +308,7 @@ export async function insertMeterUsage(ch: ClickHouse, rows: MeterUsageInsert[],
           meter_id: r.row.meterId,
           revision: r.row.revision,
           external_customer_id: r.external_customer_id,
+          source: r.source,
           timestamp: r.timestamp,
           event_id: r.event_id,
           value: r.row.value,

@@ -1,6 +1,6 @@
 // The ClickHouse client: a server when CLICKHOUSE_URL is set, else chDB in-process under DATA_DIR.
 // Both are driven through @clickhouse/client, so the same SQL and the same calls run on both.
-import { ClickHouseError, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client'
+import { ClickHouseError, createClient, parseError, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client'
 import { mkdirSync, rmSync } from 'node:fs'
 import { rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
@@ -28,7 +28,23 @@ export interface ClickHouse {
    * file); on a server a format() of them inline, as the request body carries the statement.
    */
   withRows<T>(rows: RowsText, use: (table: string) => Promise<T>): Promise<T>
+  /**
+   * A SELECT's rows one at a time as ClickHouse produces them (JSONEachRow), never the whole result in memory (CSV
+   * exports): `client.query(...).stream()` on chDB hands over a result it has already read whole. On a server the
+   * response body is read as it comes, and the server cancels the query when the request goes
+   * (cancel_http_readonly_queries_on_client_close). On chDB a session of its own streams chunks of a block each (a
+   * statement on a connection with an open stream ends that stream; the other connections stay free), closed when the
+   * iteration ends. Aborting `signal`, leaving the loop or an error stops the query; on chDB an abort takes effect
+   * when the chunk being computed is done (chDB checks between chunks).
+   */
+  streamRows<T>(query: StreamQuery): AsyncIterable<T>
   close(): Promise<void>
+}
+
+interface StreamQuery {
+  query: string
+  query_params?: Record<string, unknown>
+  signal?: AbortSignal
 }
 
 interface RawInsert {
@@ -83,10 +99,24 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     }
     const withRows = <T>({ format, structure, text }: RowsText, use: (table: string) => Promise<T>): Promise<T> =>
       use(`format(${format}, ${sqlString(structure)}, ${sqlString(text)})`)
-    return { client, reader: client, kind: 'server', database, insertRaw, withRows, close: () => client.close() }
+    async function* streamRows<T>({ query, query_params, signal }: StreamQuery): AsyncGenerator<T> {
+      const rs = await client.query({ query, query_params, format: 'JSONEachRow', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1 } })
+      try {
+        for await (const rows of rs.stream<T>()) {
+          for (const row of rows) {
+            signal?.throwIfAborted()
+            yield row.json()
+          }
+        }
+      } finally {
+        rs.close()
+      }
+    }
+    return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, close: () => client.close() }
   }
   // chDB binds one data directory per process: one client for the whole process.
   const { createChdbConnection } = await import('chdb/connection')
+  const { Session } = await import('chdb')
   const path = resolve(join(config.dataDir, 'clickhouse'))
   mkdirSync(path, { recursive: true })
   const connect = async () => {
@@ -129,5 +159,32 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     })
   const withRows = <T>({ format, structure, text }: RowsText, use: (table: string) => Promise<T>): Promise<T> =>
     throughFile(text, (file) => use(`file(${file}, ${format}, ${sqlString(structure)})`))
-  return { client, reader, kind: 'chdb', database, insertRaw, withRows, close: async () => void (await Promise.all([reader.close(), client.close()])) }
+  /** A stream's error as ClickHouseError when it is ClickHouse's (`Code: N. DB::Exception: … (TYPE)`); an abort stays an AbortError. */
+  const streamError = (err: unknown): unknown => {
+    if (!(err instanceof Error) || err.name === 'AbortError' || !/^Code: \d+\./.test(err.message)) return err
+    const parsed = parseError(err.message)
+    return parsed instanceof ClickHouseError ? parsed : err
+  }
+  async function* streamRows<T>({ query, query_params, signal }: StreamQuery): AsyncGenerator<T> {
+    signal?.throwIfAborted()
+    const session = new Session(path)
+    try {
+      await session.queryAsync(`USE ${database}`)
+      await session.queryAsync('SET output_format_json_quote_64bit_integers = 1')
+      const options = { format: 'JSONEachRow', signal }
+      const stream = query_params && Object.keys(query_params).length > 0 ? session.queryStreamBind(query, query_params, options) : session.queryStream(query, options)
+      for await (const chunk of stream) {
+        for (const row of chunk.rows<T>()) {
+          // chDB checks the signal between chunks; the reader stops at once.
+          signal?.throwIfAborted()
+          yield row
+        }
+      }
+    } catch (err) {
+      throw streamError(err)
+    } finally {
+      session.close()
+    }
+  }
+  return { client, reader, kind: 'chdb', database, insertRaw, withRows, streamRows, close: async () => void (await Promise.all([reader.close(), client.close()])) }
 }

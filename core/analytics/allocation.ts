@@ -1,0 +1,125 @@
+// Money in usage analytics, pure: a line's cost split over groups in proportion to their usage, and the cost of each
+// window of a time series, both adding up exactly to what the invoice bills.
+//
+// - allocateByUsage: largest remainder. The total is rounded to the currency's minor unit; each group gets the floor
+//   of its exact share in minor units, and the minor units left over go one each to the groups with the largest
+//   remainders (ties: the larger usage, then the earlier group). The parts add up to the total, and no part is more
+//   than one minor unit away from its exact share.
+// - incrementalCosts: the cost of a window is cost(usage up to its end) − cost(usage up to its start), where cost is
+//   the amount the invoice's usage line would bill for that quantity (core/billing computeInvoice: allowance, min
+//   quantity, price model, the line's own commitment; rounded once). The points add up to the line's amount.
+import { D, minorUnits, roundMoney, type Decimal } from '../money.ts'
+import { computeInvoice } from '../billing/invoice.ts'
+import type { Allowance } from '../billing/allowance.ts'
+import type { Commitment } from '../billing/commitment.ts'
+import type { AggregationType } from '../meters.ts'
+import type { PriceInput } from '../pricing/index.ts'
+
+/** Enough digits for products of 38-digit usages with amounts in minor units: the remainders are exact. */
+const X = D.clone({ precision: 200, rounding: D.ROUND_DOWN })
+
+/**
+ * Splits `total` over groups in proportion to their non-negative `usages` (largest remainder, see above). With no
+ * usage at all the groups share equally. A negative total is split as its opposite and negated.
+ */
+export function allocateByUsage(total: Decimal, usages: readonly Decimal[], currency: string): Decimal[] {
+  const places = minorUnits(currency)
+  const rounded = roundMoney(total, currency)
+  if (usages.length === 0) {
+    if (!rounded.isZero()) throw new RangeError('allocateByUsage: a non-zero total needs at least one group')
+    return []
+  }
+  for (const u of usages) if (!u.isFinite() || u.isNeg()) throw new RangeError(`allocateByUsage: usage must be a non-negative number, got ${u.toString()}`)
+  const sign = rounded.isNeg() ? -1 : 1
+  const units = new X(rounded.abs()).times(new X(10).pow(places)) // whole minor units
+  const weights = usages.map((u) => new X(u))
+  const none = weights.every((w) => w.isZero())
+  const w = none ? weights.map(() => new X(1)) : weights
+  const sum = w.reduce((a, b) => a.plus(b), new X(0))
+  const shares = w.map((wi, i) => {
+    const numerator = units.times(wi)
+    const floor = numerator.divToInt(sum)
+    return { i, floor, remainder: numerator.minus(floor.times(sum)), usage: wi }
+  })
+  let left = units.minus(shares.reduce((a, s) => a.plus(s.floor), new X(0))).toNumber()
+  const order = [...shares].sort((a, b) => b.remainder.comparedTo(a.remainder) || b.usage.comparedTo(a.usage) || a.i - b.i)
+  const parts = shares.map((s) => s.floor)
+  for (const s of order) {
+    if (left <= 0) break
+    parts[s.i] = parts[s.i].plus(1)
+    left--
+  }
+  return parts.map((p) => {
+    const amount = new D(p.dividedBy(new X(10).pow(places)).toFixed(places)).times(sign)
+    return amount.isZero() ? new D(0) : amount
+  })
+}
+
+/** How one usage line is priced: as the invoice prices it. */
+export interface UsageLinePricing {
+  currency: string
+  price: PriceInput
+  allowance?: Allowance | null
+  commitment?: Commitment | null
+}
+
+/**
+ * What the invoice's usage line bills for `quantity`: the same computeInvoice an invoice runs, on that one line
+ * (allowance, min_quantity, price model, the line's own commitment), rounded once to the minor unit. A true-up line
+ * the commitment may add is a line of its own and not part of it.
+ */
+export function usageLineCost(quantity: Decimal, pricing: UsageLinePricing): Decimal {
+  const invoice = computeInvoice({
+    currency: pricing.currency,
+    invoice_date: new Date(0),
+    lines: [{ price_type: 'USAGE', quantity: new D(quantity), price: pricing.price, allowance: pricing.allowance ?? null, commitment: pricing.commitment ?? null }],
+  })
+  return invoice.line_items[0].amount
+}
+
+/**
+ * The cost of each window from the usage up to each window's end (`cumulative`, in order, from the line's start):
+ * cost(cumulative[i]) − cost(cumulative[i − 1]), the first window's cost(cumulative[0]) − nothing. The points add up
+ * to cost(cumulative[last]), the line's amount when the last window ends the line. A minimum (min_quantity) is
+ * billed in the first window; under VOLUME tiers a window that crosses into a cheaper tier costs less than nothing,
+ * as the whole quantity is repriced.
+ */
+export function incrementalCosts(cumulative: readonly Decimal[], pricing: UsageLinePricing): Decimal[] {
+  let before = new D(0)
+  return cumulative.map((q) => {
+    const cost = usageLineCost(q, pricing)
+    const point = cost.minus(before)
+    before = cost
+    return point.isZero() ? new D(0) : point
+  })
+}
+
+export interface WindowUsage {
+  eventCount: Decimal
+  usage: Decimal
+}
+
+/**
+ * Usage up to each window's end from the windows' own values, where that follows from them: a running sum for COUNT,
+ * SUM and SUM_WITH_MULTIPLIER, and for any aggregation of a meter with a bucket_size (its value is a sum of
+ * buckets); a running maximum or minimum of the windows with events for MAX and MIN; the last window with events for
+ * LATEST. `opening` is the usage before the first window (reset_usage NEVER), combined the same way. COUNT_UNIQUE,
+ * AVG and WEIGHTED_SUM do not follow from window values: read them up to each window's end from the store. A
+ * group_by meter's value is a sum over its groups: take each group's windows here and add the results.
+ */
+export function cumulativeUsage(type: AggregationType, windows: readonly WindowUsage[], options: { bucketed?: boolean; opening?: Decimal } = {}): Decimal[] {
+  const additive = options.bucketed || type === 'COUNT' || type === 'SUM' || type === 'SUM_WITH_MULTIPLIER'
+  let acc: Decimal | undefined = options.opening === undefined ? undefined : new D(options.opening)
+  const combine = (a: Decimal | undefined, v: Decimal): Decimal => {
+    if (additive) return (a ?? new D(0)).plus(v)
+    if (type === 'MAX') return a === undefined ? v : D.max(a, v)
+    if (type === 'MIN') return a === undefined ? v : D.min(a, v)
+    if (type === 'LATEST') return v
+    throw new RangeError(`cumulativeUsage: ${type} up to each window's end does not follow from the windows; read it from the store`)
+  }
+  if (!additive && type !== 'MAX' && type !== 'MIN' && type !== 'LATEST') combine(undefined, new D(0))
+  return windows.map((w) => {
+    if (additive || !w.eventCount.isZero()) acc = combine(acc, new D(w.usage))
+    return acc ?? new D(0)
+  })
+}
