@@ -4,6 +4,7 @@ import { validationError } from '../../core/errors.ts'
 import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import * as service from '../../domains/usage/queries/service.ts'
+import { nonNegativeDecimal } from '../record-schema.ts'
 
 interface RangeBody {
   customer_id?: string
@@ -77,7 +78,7 @@ export const usageRoutes: Route[] = [
         event_name: { type: 'string', minLength: 1 },
         aggregation_type: { type: 'string', enum: [...AGGREGATION_TYPES] },
         property_name: { type: 'string', minLength: 1 },
-        multiplier: { type: 'string', pattern: '^\\d+(\\.\\d+)?$' },
+        multiplier: nonNegativeDecimal,
         group_by: { type: 'string', minLength: 1 },
         bucket_size: { type: 'string', enum: [...WINDOW_SIZES] },
         ...range,
