@@ -223,7 +223,7 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
 }
 
 /** The concrete value of a path parameter for an operation in this world. */
-export function pathValue(w: World, path: string, param: string): string {
+function pathValue(w: World, path: string, param: string): string {
   const { ids, names } = w
   if (param === 'external_id') return names.customer
   if (param === 'lookup_key') return names.price
