@@ -10,4 +10,6 @@ export const ROLES: readonly Role[] = ['admin', 'read', 'write', 'ingest']
 export interface Actor extends Scope {
   keyId: string
   roles: Role[]
+  /** A tenant's owner key: manages the API keys of every environment of its tenant, not only its own. */
+  owner?: boolean
 }

@@ -35,13 +35,45 @@ function fromHttpError(err: HttpishError): AppError | undefined {
 /** Drivers report broken connections with these codes: the engine is unavailable, the request may be retried. */
 const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'CONNECTION_DESTROYED'])
 
+interface PostgresError {
+  name?: string
+  code?: string
+  severity?: string
+  column_name?: string
+}
+
+/**
+ * A Postgres refusal that a request's values caused, or that concurrent requests caused, as the client's
+ * error; undefined for anything else. Validation refuses such values first; this is the net under it, so a
+ * value that slips through is a 4xx naming what it can (the column), never a 500 with the driver's words.
+ */
+function fromPostgres(e: PostgresError): AppError | undefined {
+  const code = e.code
+  if (!code || e.name !== 'PostgresError' || !/^[0-9A-Z]{5}$/.test(code)) return undefined
+  const field = e.column_name ?? 'body'
+  // Class 22 (data exception: out of range, malformed text, NUL), 23514 (a check), 54000 (an index row too large).
+  if (code.startsWith('22') || code === '23514' || code === '23502' || code === '54000') {
+    return new AppError('validation_error', `${field} holds a value that cannot be stored`, { [field]: 'is out of range or malformed' })
+  }
+  if (code === '23505') return new AppError('already_exists', 'a record with these values already exists', { [field]: 'already exists' })
+  // A referenced record went away, or two requests collided (serialization, deadlock, lock wait): retry.
+  if (code === '23503' || code === '40001' || code === '40P01' || code === '55P03') {
+    return new AppError('version_conflict', 'a concurrent change interfered with this request; retry it', { retry: true }, { status: 409 })
+  }
+  // Connection trouble, resources, shutdown, statement timeout: the engine, not the request.
+  if (code.startsWith('08') || code.startsWith('53') || code.startsWith('57')) {
+    return new AppError('service_unavailable', 'a storage engine is unavailable; retry later', {}, { retryAfter: 1 })
+  }
+  return undefined
+}
+
 function toAppError(err: unknown): AppError | undefined {
   if (err instanceof AppError) return err
   const e = (err ?? {}) as HttpishError
   if (e.code && UNAVAILABLE.has(e.code)) {
     return new AppError('service_unavailable', 'a storage engine is unavailable; retry later', {}, { retryAfter: 1 })
   }
-  return fromHttpError(e)
+  return fromPostgres(e as PostgresError) ?? fromHttpError(e)
 }
 
 /** The spec's fields, and beside them the ones Flexprice's SDK parses (its typed error shows `error.message`). */

@@ -1,7 +1,7 @@
 // The OpenAPI document is generated from the route declarations: the same JSON schemas that
 // validate requests describe them, so the document cannot drift from the code.
 import type { Route } from './route.ts'
-import type { JsonSchema } from '../core/validate.ts'
+import { boundedSchema, type JsonSchema } from '../core/validate.ts'
 
 const errorBody: JsonSchema = {
   type: 'object',
@@ -19,7 +19,7 @@ const errorBody: JsonSchema = {
 function queryParameters(schema: JsonSchema | undefined): JsonSchema[] {
   const props = (schema?.properties ?? {}) as Record<string, JsonSchema>
   const required = new Set((schema?.required as string[] | undefined) ?? [])
-  const params = Object.entries(props).map(([name, s]) => ({ name, in: 'query', required: required.has(name), schema: s }))
+  const params = Object.entries(props).map(([name, s]) => ({ name, in: 'query', required: required.has(name), schema: boundedSchema(s) }))
   if (schema?.patternProperties) {
     params.push({ name: 'metadata[key]', in: 'query', required: false, schema: { type: 'string', description: 'metadata filter, e.g. metadata[plan]=pro' } })
   }
@@ -40,7 +40,7 @@ export function openApiDocument(routes: Route[], version: string): JsonSchema {
       },
       ...(r.permission === 'public' ? { security: [] } : { 'x-required-permission': r.permission }),
     }
-    if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: r.body } } }
+    if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: boundedSchema(r.body) } } }
     ;(paths[r.path] ??= {})[r.method.toLowerCase()] = op
   }
   return {

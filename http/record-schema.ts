@@ -3,11 +3,11 @@
 import type { FilterOp, FilterSpec } from '../infra/records.ts'
 import type { ListRequest } from '../core/list.ts'
 import { listParams, listQuerySchema } from './list.ts'
-import type { JsonSchema } from '../core/validate.ts'
+import { decimalSchema, type JsonSchema } from '../core/validate.ts'
 
-/** Plain decimal text, as money and quantities travel: "12", "0.000001"; no exponent, no "+", no ".5". */
-export const decimalString: JsonSchema = { type: 'string', pattern: '^-?\\d+(\\.\\d+)?$', description: 'decimal number as a string' }
-export const nonNegativeDecimal: JsonSchema = { type: 'string', pattern: '^\\d+(\\.\\d+)?$', description: 'non-negative decimal number as a string' }
+/** Plain decimal text, as money and quantities travel: "12", "0.000001"; bounded by core/validate.ts's decimalSchema. */
+export const decimalString: JsonSchema = decimalSchema(true)
+export const nonNegativeDecimal: JsonSchema = decimalSchema(false)
 export const metadataSchema: JsonSchema = { type: 'object', additionalProperties: { type: 'string' } }
 export const currencySchema: JsonSchema = { type: 'string', pattern: '^[A-Za-z]{3}$', description: 'three-letter ISO 4217 code' }
 export const dateTime: JsonSchema = { type: 'string', format: 'date-time' }

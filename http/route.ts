@@ -8,7 +8,7 @@ import type { Actor, Role } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
 import { authenticate } from '../domains/tenancy/keys/service.ts'
 import type { RateLimiter } from './rate-limit.ts'
-import { validateBody, validateQuery, type JsonSchema } from '../core/validate.ts'
+import { BOUNDS, validateBody, validateQuery, wellFormed, type JsonSchema } from '../core/validate.ts'
 
 /** `public` needs no key; `ingest` is event intake, which SDK-embedded keys may call and nothing else. */
 export type Permission = 'public' | 'ingest' | 'read' | 'write' | 'admin'
@@ -64,6 +64,14 @@ function authorize(actor: Actor, permission: Exclude<Permission, 'public'>): voi
   }
 }
 
+/** A path segment no record can be named by (too long, NUL, unpaired surrogates) is refused before any lookup. */
+function checkParams(params: Record<string, string>): void {
+  wellFormed(params, 'path')
+  for (const [name, value] of Object.entries(params)) {
+    if (value.length > BOUNDS.text) throw new AppError('validation_error', `${name} must be at most ${BOUNDS.text} characters`, { [name]: `must be at most ${BOUNDS.text} characters` })
+  }
+}
+
 export function mountRoutes(router: Router, routes: Route[], { deps, limiter }: MountOptions): void {
   for (const route of routes) {
     router.register(koaPath(route.path), [route.method], async (ctx: Context) => {
@@ -73,9 +81,14 @@ export function mountRoutes(router: Router, routes: Route[], { deps, limiter }: 
         limiter.take(actor.keyId)
         authorize(actor, route.permission)
       }
+      const params = (ctx as unknown as { params: Record<string, string> }).params
+      checkParams(params)
+      wellFormed(ctx.query, 'query')
       const query = route.query ? validateQuery(route.query, { ...ctx.query }) : {}
-      const body = route.body ? validateBody(route.body, (ctx.request as { body?: unknown }).body ?? {}) : {}
-      const result = await route.handler({ deps, actor, body, query, params: (ctx as unknown as { params: Record<string, string> }).params, ctx })
+      const raw = (ctx.request as { body?: unknown }).body ?? {}
+      if (route.body) wellFormed(raw, 'body')
+      const body = route.body ? validateBody(route.body, raw) : {}
+      const result = await route.handler({ deps, actor, body, query, params, ctx })
       if (result !== undefined) {
         ctx.status = route.status ?? 200
         ctx.body = result

@@ -51,13 +51,13 @@ describe('the fast event check', () => {
     ['a timestamp without a zone', { ...good, timestamp: '2024-03-10T12:30:45' }],
     ['February 30th', { ...good, timestamp: '2024-02-30T00:00:00Z' }],
     ['a numeric timestamp', { ...good, timestamp: 1710000000000 }],
+    ['a leap second, which no Date can hold', { ...good, timestamp: '2016-12-31T23:59:60Z' }],
   ])('leaves %s to ajv, which refuses it', (_, raw) => {
     expect(plainEvent(raw)).toBe(false)
     expect(ajvAccepts(raw)).toBe(false)
   })
 
   it.each([
-    ['a leap second', { ...good, timestamp: '2016-12-31T23:59:60Z' }],
     ['a lower-case t', { ...good, timestamp: '2024-03-10t12:30:45Z' }],
     ['an offset without colon', { ...good, timestamp: '2024-03-10T12:30:45+0530' }],
     ['a name of 319 astral characters (638 UTF-16 units)', { ...good, event_name: '😀'.repeat(319) }],

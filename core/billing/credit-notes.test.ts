@@ -79,7 +79,6 @@ describe('buildCreditNote: validation names the offending line', () => {
     ['more than is left after a refund', PAID, [note('REFUND', 'FINALIZED', 'li_usage', '50.00')], [{ invoice_line_item_id: 'li_fixed', amount: '1.00' }, { invoice_line_item_id: 'li_usage', amount: '42.71' }], 'line_items[1].amount', 'line_items[1].amount: 42.71 exceeds the 42.70 still creditable on line li_usage'],
     // 20.00 + 5.00 = 25.00 fits each line but not the 23.82 still owed.
     ['more than is owed in total', PART_PAID, [], [{ invoice_line_item_id: 'li_fixed', amount: '20.00' }, { invoice_line_item_id: 'li_usage', amount: '5.00' }], 'line_items', 'the total 25.00 exceeds the 23.82'],
-    ['a line of another invoice', PAID, [], [{ invoice_line_item_id: 'li_other', amount: '1.00' }], 'line_items[0].invoice_line_item_id', 'li_other is not a line'],
     ['a line twice', PAID, [], [{ invoice_line_item_id: 'li_fixed', amount: '1.00' }, { invoice_line_item_id: 'li_fixed', amount: '1.00' }], 'line_items[1].invoice_line_item_id', 'twice'],
     ['zero', PAID, [], [{ invoice_line_item_id: 'li_fixed', amount: '0' }], 'line_items[0].amount', 'greater than 0'],
     ['half a cent', PAID, [], [{ invoice_line_item_id: 'li_fixed', amount: '1.005' }], 'line_items[0].amount', 'decimals'],
@@ -94,6 +93,11 @@ describe('buildCreditNote: validation names the offending line', () => {
     expect(error?.code).toBe('validation_error')
     expect(Object.keys(error!.details)).toEqual([field])
     expect(error!.message).toContain(message)
+  })
+
+  it('does not find a line of another invoice, naming the field', () => {
+    const lines = [{ invoice_line_item_id: 'li_fixed', amount: '1.00' }, { invoice_line_item_id: 'li_other', amount: '1.00' }]
+    expect(() => buildCreditNote(PAID, [], { line_items: lines })).toThrow(expect.objectContaining({ code: 'not_found', details: { id: 'li_other', 'line_items[1].invoice_line_item_id': 'li_other' } }))
   })
 
   it('refuses a draft invoice', () => expect(() => buildCreditNote({ ...PAID, invoice_status: 'DRAFT' }, [], { line_items: [] })).toThrow(/finalized invoice/))

@@ -5,7 +5,7 @@
 // taxes (credited in proportion, so crediting every line in full gives back the invoice total), minus
 // what earlier notes already credit on it. Earlier notes count unless VOIDED: a DRAFT reserves its
 // amounts, so two drafts cannot credit the same money twice.
-import { invalidOperation, validationError } from '../errors.ts'
+import { AppError, invalidOperation, validationError } from '../errors.ts'
 import { D, formatMoney, sumMoney, type Decimal } from '../money.ts'
 import { moneyAmount } from './amounts.ts'
 import { applyRefund, assertTransition, type PaymentState, type PaymentStatus } from './payments.ts'
@@ -57,7 +57,8 @@ export function buildCreditNote(invoice: CreditableInvoice, earlier: EarlierNote
   const lines = request.line_items.map((l, i): NoteLine => {
     const field = `line_items[${i}]`
     const available = creditable.lines.find((c) => c.invoice_line_item_id === l.invoice_line_item_id)
-    if (!available) throw validationError(`${field}.invoice_line_item_id`, `${l.invoice_line_item_id} is not a line of this invoice`)
+    // Not among this invoice's lines: whether it is another invoice's or another tenant's, it is not found here.
+    if (!available) throw new AppError('not_found', `${field}.invoice_line_item_id: ${l.invoice_line_item_id} is not a line of this invoice`, { id: l.invoice_line_item_id, [`${field}.invoice_line_item_id`]: l.invoice_line_item_id })
     if (seen.has(l.invoice_line_item_id)) throw validationError(`${field}.invoice_line_item_id`, `${l.invoice_line_item_id} appears twice`)
     seen.add(l.invoice_line_item_id)
     const amount = moneyAmount(l.amount, invoice.currency, `${field}.amount`)

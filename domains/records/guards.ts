@@ -5,19 +5,21 @@
 import type { Scope } from '../../core/scope.ts'
 import type { Db } from '../../infra/postgres.ts'
 
-type Guard = (db: Db, scope: Scope, id: string) => Promise<void>
+// The same shape checks what a new record refers to in a higher domain (a subscription's coupons): the
+// guard then takes the request instead of an id.
+type Guard<A> = (db: Db, scope: Scope, subject: A) => Promise<void>
 
-export interface Guards {
-  register(guard: Guard): void
-  check(db: Db, scope: Scope, id: string): Promise<void>
+export interface Guards<A = string> {
+  register(guard: Guard<A>): void
+  check(db: Db, scope: Scope, subject: A): Promise<void>
 }
 
-export function guards(): Guards {
-  const registered: Guard[] = []
+export function guards<A = string>(): Guards<A> {
+  const registered: Guard<A>[] = []
   return {
     register: (guard) => void registered.push(guard),
-    async check(db, scope, id) {
-      for (const guard of registered) await guard(db, scope, id)
+    async check(db, scope, subject) {
+      for (const guard of registered) await guard(db, scope, subject)
     },
   }
 }

@@ -69,14 +69,17 @@ export async function referenced<T>(field: string, lookup: Promise<T>): Promise<
   }
 }
 
-/** Runs `work` for one element of a request list: its validation errors name the element ("prices[2].amount"). */
+/**
+ * Runs `work` for one element of a request list: its validation errors and the fields its missing
+ * references name are the element's ("prices[2].amount", "prices[2].meter_id").
+ */
 export async function within<T>(prefix: string, work: () => T | Promise<T>): Promise<T> {
   try {
     return await work()
   } catch (err) {
-    if (!(err instanceof AppError) || err.code !== 'validation_error') throw err
-    const details = Object.fromEntries(Object.entries(err.details).map(([k, v]) => [`${prefix}.${k}`, v]))
-    throw new AppError('validation_error', `${prefix}.${err.message}`, details)
+    if (!(err instanceof AppError) || (err.code !== 'validation_error' && err.code !== 'not_found')) throw err
+    const details = Object.fromEntries(Object.entries(err.details).map(([k, v]) => [err.code === 'not_found' && k === 'id' ? k : `${prefix}.${k}`, v]))
+    throw new AppError(err.code, `${prefix}.${err.message}`, details)
   }
 }
 

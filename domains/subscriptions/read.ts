@@ -1,5 +1,6 @@
 // Subscriptions as the API shows them (with their customer, plan, line items, phases and addons), their
 // locks, and the lists and searches over them and their line items.
+import { notFound } from '../../core/errors.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'
@@ -57,6 +58,13 @@ export const subscriptionsAfter = (deps: Deps, afterId: string, limit: number): 
 
 export const requireSubscription = (db: Db, scope: Scope, id: string): Promise<store.SubscriptionRow> =>
   requireRecord<store.SubscriptionRow>(db, store.SUBSCRIPTIONS, scope, id)
+
+/** A line item of this subscription; one of another subscription, environment or tenant is not found. */
+export async function requireLineItem(db: Db, scope: Scope, subscriptionId: string, id: string): Promise<store.LineItemRow> {
+  const row = await requireRecord<store.LineItemRow>(db, store.LINE_ITEMS, scope, id)
+  if (row.subscription_id !== subscriptionId) throw notFound('line item of subscription', id)
+  return row
+}
 
 /**
  * Takes the subscription's row lock for the rest of the transaction (a second change waits, then sees

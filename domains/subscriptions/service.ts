@@ -30,6 +30,7 @@ import { customerDeletion, findCustomerByExternalId, requireCustomer, type Custo
 import type { OfferingRow } from '../catalog/offerings/service.ts'
 import { requireOffering } from '../catalog/offerings/kinds.ts'
 import { pricesOf, requirePrice, type PriceRow } from '../catalog/prices/service.ts'
+import { guards } from '../records/guards.ts'
 import { announce, auditOf, referenced, transaction } from '../records/service.ts'
 import { lineItemFields, type LineOwner } from './line-items.ts'
 import * as store from './store.ts'
@@ -112,8 +113,8 @@ async function pricesFor(db: Db, scope: Scope, owner: { id: string; name: string
 }
 
 /** A parent or child must be this environment's, live and in the same currency; a child may not be a parent itself. */
-async function relative(db: Db, scope: Scope, id: string, field: string, currency: string): Promise<store.SubscriptionRow> {
-  const sub = await referenced(field, requireSubscription(db, scope, id))
+async function relative(db: Db, scope: Scope, id: string, field: string, currency: string, missingField = field): Promise<store.SubscriptionRow> {
+  const sub = await referenced(missingField, requireSubscription(db, scope, id))
   if (sub.subscription_status === 'cancelled') throw validationError(field, `subscription ${id} is cancelled`)
   if (sub.currency !== currency.toUpperCase()) throw validationError(field, `subscription ${id} bills in ${sub.currency}, not ${currency.toUpperCase()}`)
   return sub
@@ -123,9 +124,9 @@ async function relative(db: Db, scope: Scope, id: string, field: string, currenc
 export async function groupableChildren(db: Db, scope: Scope, ids: string[], field: string, currency: string, parentId?: string): Promise<store.SubscriptionRow[]> {
   if (new Set(ids).size !== ids.length) throw validationError(field, 'lists a subscription twice')
   const children: store.SubscriptionRow[] = []
-  for (const id of ids) {
+  for (const [i, id] of ids.entries()) {
     if (id === parentId) throw validationError(field, 'a subscription cannot be grouped under itself')
-    const child = await relative(db, scope, id, field, currency)
+    const child = await relative(db, scope, id, field, currency, `${field}[${i}]`)
     if (child.subscription_type !== 'standalone') throw validationError(field, `subscription ${id} is ${child.subscription_type}, not standalone`)
     if (child.auto_invoice_threshold) throw validationError(field, `subscription ${id} has an auto_invoice_threshold, which only standalone subscriptions may have`)
     children.push(child)
@@ -234,10 +235,17 @@ export async function regroup(
   }
 }
 
+/**
+ * What a new subscription names that only higher domains know (its coupons, its tax rate codes): they
+ * register a check when they load, and a reference outside the environment is not_found naming the field.
+ */
+export const subscriptionReferences = guards<CreateSubscriptionInput>()
+
 export async function createSubscription(deps: Deps, actor: Actor, input: CreateSubscriptionInput): Promise<SubscriptionView> {
   const now = deps.clock.now()
   const customer = await resolveCustomer(deps, actor, input)
   const plan = await referenced('plan_id', requireOffering(deps.sql, actor, 'PLAN', input.plan_id))
+  await subscriptionReferences.check(deps.sql, actor, input)
   const prices = await pricesFor(deps.sql, actor, { id: plan.id, name: plan.name, noun: 'plan' }, input, 'billing_period')
 
   const start = date(input.start_date) ?? now

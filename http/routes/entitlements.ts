@@ -7,7 +7,7 @@ import * as service from '../../domains/catalog/entitlements/service.ts'
 
 const terms: Record<string, JsonSchema> = {
   is_enabled: { type: 'boolean' },
-  usage_limit: { type: ['integer', 'null'], minimum: 0, description: 'null is unlimited' },
+  usage_limit: { type: ['integer', 'null'], minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'null is unlimited' },
   usage_reset_period: { type: ['string', 'null'], enum: ['DAILY', 'WEEKLY', 'MONTHLY', 'QUARTERLY', 'HALF_YEARLY', 'ANNUAL', 'NEVER', null] },
   is_soft_limit: { type: 'boolean' },
   static_value: { type: ['string', 'null'], maxLength: 1000 },

@@ -4,6 +4,7 @@ import { listParams, listQuerySchema } from '../list.ts'
 import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import * as service from '../../domains/catalog/meters/service.ts'
+import { decimalString } from '../record-schema.ts'
 
 const filters: JsonSchema = {
   type: 'array',
@@ -31,7 +32,7 @@ export const meterSchema: JsonSchema = {
       properties: {
         type: { type: 'string', enum: [...AGGREGATION_TYPES] },
         field: { type: 'string', minLength: 1, maxLength: 255 },
-        multiplier: { type: ['string', 'number'] },
+        multiplier: { anyOf: [decimalString, { type: 'number' }] },
         group_by: { type: 'string', minLength: 1, maxLength: 255 },
         bucket_size: { type: 'string', enum: [...WINDOW_SIZES] },
       },

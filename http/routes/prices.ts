@@ -14,7 +14,7 @@ const tiers: JsonSchema = {
     type: 'object',
     required: ['up_to', 'unit_amount'],
     additionalProperties: false,
-    properties: { up_to: { type: ['integer', 'null'], minimum: 1 }, unit_amount: nonNegativeDecimal, flat_amount: nonNegativeDecimal },
+    properties: { up_to: { type: ['integer', 'null'], minimum: 1, maximum: Number.MAX_SAFE_INTEGER }, unit_amount: nonNegativeDecimal, flat_amount: nonNegativeDecimal },
   },
 }
 

@@ -6,6 +6,7 @@ import type { JsonSchema } from '../../core/validate.ts'
 import * as service from '../../domains/usage/queries/service.ts'
 import { customerUsageSummary, type UsageSummaryQuery } from '../../domains/usage/queries/summary.ts'
 import { toWire } from '../../domains/records/wire.ts'
+import { nonNegativeDecimal } from '../record-schema.ts'
 
 interface RangeBody {
   customer_id?: string
@@ -79,7 +80,7 @@ export const usageRoutes: Route[] = [
         event_name: { type: 'string', minLength: 1 },
         aggregation_type: { type: 'string', enum: [...AGGREGATION_TYPES] },
         property_name: { type: 'string', minLength: 1 },
-        multiplier: { type: 'string', pattern: '^\\d+(\\.\\d+)?$' },
+        multiplier: nonNegativeDecimal,
         group_by: { type: 'string', minLength: 1 },
         bucket_size: { type: 'string', enum: [...WINDOW_SIZES] },
         ...range,

@@ -99,3 +99,40 @@ describe('API keys', () => {
     expect((await h.http('GET', '/v1/environments', { key: mine.api_key })).status).toBe(200)
   })
 })
+
+describe('who manages which keys', () => {
+  it("an environment's admin key manages its own environment's keys only; the tenant's owner key manages all", async () => {
+    const { sandbox, production } = h.tenant.environments
+    // The key the tenant was created with is its owner key; a minted admin key is not.
+    const owner = (await h.http('GET', '/v1/secrets/api/keys')).body.items.find((k: { tenant_owner: boolean }) => k.tenant_owner)
+    expect(owner).toMatchObject({ roles: ['admin'], environment_id: production })
+    const sandboxAdmin = await mint(['admin'], { environment_id: sandbox })
+    const prodAdmin = await mint(['admin'])
+    const countIn = async (environmentId: string) => (await h.http('GET', `/v1/secrets/api/keys?environment_id=${environmentId}`)).body.pagination.total
+    const [sandboxKeys, prodKeys] = [await countIn(sandbox), await countIn(production)]
+
+    // The sandbox admin may not mint, list or revoke production keys, and writes nothing trying.
+    const mintThere = await h.http('POST', '/v1/secrets/api/keys', { key: sandboxAdmin.api_key, body: { name: 'escalate', environment_id: production } })
+    expect([mintThere.status, mintThere.body.code, mintThere.body.details]).toEqual([403, 'permission_denied', { environment_id: production }])
+    const listThere = await h.http('GET', `/v1/secrets/api/keys?environment_id=${production}`, { key: sandboxAdmin.api_key })
+    expect(listThere.status).toBe(403)
+    const revokeThere = await h.http('DELETE', `/v1/secrets/api/keys/${prodAdmin.secret.id}`, { key: sandboxAdmin.api_key })
+    expect([revokeThere.status, revokeThere.body.code]).toEqual([404, 'not_found'])
+    // A production admin that is not the owner may not mint for the sandbox either, nor revoke the owner key.
+    const prodToSandbox = await h.http('POST', '/v1/secrets/api/keys', { key: prodAdmin.api_key, body: { name: 'x', environment_id: sandbox } })
+    expect(prodToSandbox.status).toBe(403)
+    const revokeOwner = await h.http('DELETE', `/v1/secrets/api/keys/${owner.id}`, { key: prodAdmin.api_key })
+    expect([revokeOwner.status, revokeOwner.body.code]).toEqual([403, 'permission_denied'])
+    expect([await countIn(sandbox), await countIn(production)]).toEqual([sandboxKeys, prodKeys])
+
+    // Within its environment the sandbox admin manages keys as before.
+    const own = await h.http('POST', '/v1/secrets/api/keys', { key: sandboxAdmin.api_key, body: { name: 'own', roles: ['read'] } })
+    expect([own.status, own.body.secret.environment_id, own.body.secret.tenant_owner]).toEqual([201, sandbox, false])
+    // The owner key lists and revokes keys of any environment of its tenant.
+    expect(await countIn(sandbox)).toBe(sandboxKeys + 1)
+    const revoked = await h.http('DELETE', `/v1/secrets/api/keys/${own.body.secret.id}`)
+    expect([revoked.status, revoked.body.status]).toEqual([200, 'deleted'])
+    expect((await h.http('GET', '/v1/environments', { key: own.body.api_key })).status).toBe(401)
+  })
+})
+

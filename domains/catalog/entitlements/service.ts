@@ -8,7 +8,7 @@ import type { Db, Tx } from '../../../infra/postgres.ts'
 import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { FEATURES, featureDeletion, requireFeature, type FeatureRow } from '../features/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
-import { entityOf, requireOffering, type EntityInput, type EntityRef } from '../offerings/kinds.ts'
+import { entityOf, requireOffering, requireOwner, type EntityInput, type EntityRef } from '../offerings/kinds.ts'
 import { announce, auditOf, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
 import * as store from './store.ts'
 
@@ -87,7 +87,7 @@ export async function createEntitlement(deps: Deps, actor: Actor, input: CreateE
   const audit = auditOf(deps, actor)
   return uniqueEntitlements([fields], () =>
     transaction(deps, async (tx) => {
-      await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+      await requireOwner(tx, actor, { plan_id, entity_type, entity_id }, entity)
       const [view] = await createEntitlementsIn(tx, actor, audit, entity, [fields])
       return view
     }),

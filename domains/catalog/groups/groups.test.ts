@@ -32,13 +32,13 @@ describe('groups', () => {
     expect(missing.status).toBe(404)
   })
 
-  it('refuses members that are not of its kind or not this environment', async () => {
+  it('refuses members of another kind (400), and does not find those of another environment (404)', async () => {
     const f = await feature(t.h, 'boolean')
     const res = await t.h.http('POST', '/v1/groups', { body: { name: 'x', entity_type: 'price', entity_ids: [f.id] } })
     expect([res.status, Object.keys(res.body.details)]).toEqual([400, ['entity_ids']])
     const theirs = await feature(t.h, 'boolean', {}, t.other)
-    const cross = await t.h.http('POST', '/v1/groups', { body: { name: 'x', entity_type: 'feature', entity_ids: [theirs.id] } })
-    expect(cross.status).toBe(400)
+    const cross = await t.h.http('POST', '/v1/groups', { body: { name: 'x', entity_type: 'feature', entity_ids: [f.id, theirs.id] } })
+    expect([cross.status, cross.body.details['entity_ids[1]']]).toEqual([404, theirs.id])
   })
 
   it("answers 404 for another tenant's group on every route", async () => {

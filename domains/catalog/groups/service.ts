@@ -1,6 +1,6 @@
 // Groups of prices or features. A member's group_id is the membership; a group's entity_ids are read
 // from its members, and setting them moves prices or features into (or out of) the group.
-import { validationError } from '../../../core/errors.ts'
+import { AppError, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
@@ -34,11 +34,18 @@ async function withMembers(db: Db, scope: Scope, rows: store.GroupRow[]): Promis
   return rows.map((row) => ({ ...row, entity_ids: all.filter((m) => m.group_id === row.id).map((m) => m.id) }))
 }
 
-/** Every id must be a published price or feature (as the group's type) of this environment. */
+/**
+ * Every id must be a published price or feature (as the group's type) of this environment: one of the
+ * other kind is refused (400), one the environment does not have is not found (404, naming the element).
+ */
 async function checkMembers(db: Db, scope: Scope, type: store.GroupEntity, ids: string[]): Promise<void> {
   const found = new Set(await store.existing(db, scope, type, ids))
-  const missing = ids.find((id) => !found.has(id))
-  if (missing) throw validationError('entity_ids', `${missing} is not a ${type} of this environment`)
+  const index = ids.findIndex((id) => !found.has(id))
+  if (index < 0) return
+  const missing = ids[index]
+  const other = type === 'price' ? 'feature' : 'price'
+  if ((await store.existing(db, scope, other, [missing])).length > 0) throw validationError('entity_ids', `${missing} is a ${other}, not a ${type}`)
+  throw new AppError('not_found', `entity_ids[${index}]: ${type} ${missing} not found`, { id: missing, [`entity_ids[${index}]`]: missing })
 }
 
 const lookupKey = (value: unknown) => [{ index: store.LOOKUP_KEY_INDEX, field: 'lookup_key', value }]

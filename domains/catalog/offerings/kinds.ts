@@ -6,6 +6,7 @@ import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import { findRecords, requireRecord, type FilterSpec, type RecordTable } from '../../../infra/records.ts'
 import type { EntityType } from '../entitlements/store.ts'
+import { referenced } from '../../records/service.ts'
 import * as store from './store.ts'
 
 export interface OfferingKind {
@@ -44,6 +45,11 @@ export function entityOf({ plan_id, entity_type, entity_id }: EntityInput): Enti
 /** A plan or addon of the scope; published unless `anyStatus` (reading what a deleted plan granted). */
 export function requireOffering(db: Db, scope: Scope, entityType: EntityType, id: string, options: { anyStatus?: boolean } = {}): Promise<store.OfferingRow> {
   return requireRecord<store.OfferingRow>(db, KINDS[entityType].table, scope, id, { published: !options.anyStatus })
+}
+
+/** The published plan or addon a price or entitlement request names; missing, it is not_found naming the request's field. */
+export function requireOwner(db: Db, scope: Scope, input: EntityInput, entity: EntityRef): Promise<store.OfferingRow> {
+  return referenced(input.plan_id ? 'plan_id' : 'entity_id', requireOffering(db, scope, entity.entity_type, entity.entity_id))
 }
 
 /** Plans or addons by id in any status, without their prices, for embedding in subscriptions. */

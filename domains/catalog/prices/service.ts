@@ -10,7 +10,7 @@ import { deleteRecord, filterConditions, findPublishedBy, insertRecords, listRec
 import { requireMeter } from '../features/service.ts'
 import { requireGroup } from '../groups/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
-import { entityOf, requireOffering, type EntityRef, type EntityInput } from '../offerings/kinds.ts'
+import { entityOf, requireOwner, type EntityRef, type EntityInput } from '../offerings/kinds.ts'
 import { auditOf, referenced, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
 import * as store from './store.ts'
 
@@ -41,16 +41,17 @@ export interface PreparedPrice {
  * Checks prices before the transaction that stores them: the rules, and each usage price's meter
  * through the meter service (outside the transaction, which holds the embedded engine's one connection).
  */
-export async function preparePrices(deps: Deps, scope: Scope, inputs: NewPrice[], field = 'prices'): Promise<PreparedPrice[]> {
+export async function preparePrices(deps: Deps, scope: Scope, inputs: NewPrice[], field: string | null = 'prices'): Promise<PreparedPrice[]> {
   const prepared: PreparedPrice[] = []
   for (const [i, input] of inputs.entries()) {
     const { lookup_key, description, display_name, group_id, metadata, ...rules } = input
-    const terms = await within(`${field}[${i}]`, async () => {
+    const check = async () => {
       const t = priceTerms(rules)
       if (t.meter_id) await requireMeter(deps, scope, t.meter_id)
       if (group_id) await requireGroup(deps.sql, scope, group_id, 'price')
       return t
-    })
+    }
+    const terms = await (field === null ? check() : within(`${field}[${i}]`, check))
     prepared.push({ terms, details: { lookup_key, description, display_name, group_id, metadata } })
   }
   return prepared
@@ -71,11 +72,11 @@ export const insertPrices = (tx: Tx, scope: Scope, audit: Audit, entity: EntityR
 export async function createPrice(deps: Deps, actor: Actor, input: CreatePriceInput): Promise<store.PriceRow> {
   const { plan_id, entity_type, entity_id, ...price } = input
   const entity = entityOf({ plan_id, entity_type, entity_id })
-  const [prepared] = await preparePrices(deps, actor, [price])
   // Reported without the list prefix: this request is one price.
+  const [prepared] = await preparePrices(deps, actor, [price], null)
   return uniquely('price', priceKeys([prepared]), () =>
     transaction(deps, async (tx) => {
-      await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+      await requireOwner(tx, actor, { plan_id, entity_type, entity_id }, entity)
       const [row] = await insertPrices(tx, actor, auditOf(deps, actor), entity, [prepared])
       return row
     }),
@@ -91,7 +92,8 @@ export async function createPricesBulk(deps: Deps, actor: Actor, items: CreatePr
     transaction(deps, async (tx) => {
       const rows: store.PriceRow[] = []
       for (const [i, entity] of entities.entries()) {
-        await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+        const { plan_id, entity_type, entity_id } = items[i]
+        await within(`items[${i}]`, () => requireOwner(tx, actor, { plan_id, entity_type, entity_id }, entity))
         rows.push(...(await insertPrices(tx, actor, auditOf(deps, actor), entity, [prepared[i]])))
       }
       return rows

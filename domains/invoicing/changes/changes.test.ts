@@ -158,15 +158,15 @@ describe('modifying quantities', () => {
 
   it.each([
     ['a usage line', (sub: any) => ({ type: 'quantity_change', quantity_change_params: { line_items: [{ id: sub.line_items[1].id, quantity: '2' }] } }), 'quantity_change_params.line_items[0].id'],
-    ['an unknown line', () => ({ type: 'quantity_change', quantity_change_params: { line_items: [{ id: 'subli_nope', quantity: '2' }] } }), 'quantity_change_params.line_items[0].id'],
+    ['an unknown line (not found)', () => ({ type: 'quantity_change', quantity_change_params: { line_items: [{ id: 'subli_nope', quantity: '2' }] } }), 'quantity_change_params.line_items[0].id'],
     ['the same quantity', (sub: any) => ({ type: 'quantity_change', quantity_change_params: { line_items: [{ id: sub.line_items[0].id, quantity: '1' }] } }), 'quantity_change_params.line_items[0].quantity'],
     ['a zero quantity', (sub: any) => ({ type: 'quantity_change', quantity_change_params: { line_items: [{ id: sub.line_items[0].id, quantity: '0' }] } }), 'quantity_change_params.line_items[0].quantity'],
     ['a date after the period', (sub: any) => ({ type: 'quantity_change', quantity_change_params: { line_items: [{ id: sub.line_items[0].id, quantity: '2', effective_date: '2025-02-05T00:00:00Z' }] } }), 'quantity_change_params.line_items[0].effective_date'],
     ['missing params', () => ({ type: 'quantity_change' }), 'quantity_change_params'],
-  ])('refuses %s', async (_name, body, field) => {
+  ])('refuses %s', async (name, body, field) => {
     const sub = await subscription()
     const res = await modify(sub.id, 'preview', body(sub))
-    expect(res.status).toBe(400)
+    expect(res.status).toBe(name.includes('not found') ? 404 : 400)
     expect(Object.keys(res.body.details)).toContain(field)
   })
 

@@ -5,7 +5,7 @@
 // SUBSCRIPTION_UPDATE invoice that preview shows.
 // It stands with invoicing, above subscriptions, because a change is settled by invoices.
 import type { ProrationBehavior } from '../../../core/billing/cycle.ts'
-import { invalidOperation, validationError } from '../../../core/errors.ts'
+import { AppError, invalidOperation, validationError } from '../../../core/errors.ts'
 import type { Decimal } from '../../../core/money.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import { effectiveAt, parseQuantity } from '../../../core/subscriptions.ts'
@@ -82,7 +82,7 @@ async function planQuantities(db: Db, scope: Scope, sub: store.SubscriptionRow, 
   for (const [i, change] of input.line_items.entries()) {
     const field = `quantity_change_params.line_items[${i}]`
     const line = lines.get(change.id)
-    if (!line) throw validationError(`${field}.id`, `subscription ${sub.id} has no line item ${change.id}`)
+    if (!line) throw new AppError('not_found', `${field}.id: subscription ${sub.id} has no line item ${change.id}`, { id: change.id, [`${field}.id`]: change.id })
     if (line.price_type !== 'FIXED') throw validationError(`${field}.id`, 'only fixed line items have a quantity; usage is measured')
     const at = effectiveAt(change.effective_date ? new Date(change.effective_date) : undefined, now, period, `${field}.effective_date`)
     if (line.start_date > at || (line.end_date && line.end_date <= at)) throw validationError(`${field}.id`, 'the line item is not in force at the effective date')

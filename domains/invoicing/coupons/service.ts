@@ -4,7 +4,7 @@
 // then, under the coupon's row lock.
 import { assertRedeemable, type Coupon } from '../../../core/billing/coupons.ts'
 import { moneyAmount, percentage } from '../../../core/billing/amounts.ts'
-import { invalidOperation, validationError } from '../../../core/errors.ts'
+import { AppError, invalidOperation, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
@@ -12,7 +12,8 @@ import { filterConditions, findRecords, insertRecord, listRecords, publishedIn, 
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
-import { requireSubscription } from '../../subscriptions/read.ts'
+import { requireLineItem, requireSubscription } from '../../subscriptions/read.ts'
+import { subscriptionReferences } from '../../subscriptions/service.ts'
 import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 
@@ -72,13 +73,18 @@ export const coupons = recordService<store.CouponRow, CreateCouponInput, UpdateC
   checkCreate: (_deps, _actor, input) => checked(input),
 })
 
+// A subscription's coupons must be published coupons of its environment.
+subscriptionReferences.register(async (db, scope, input) => {
+  for (const [i, id] of (input.coupons ?? []).entries()) await referenced(`coupons[${i}]`, requireRecord<store.CouponRow>(db, store.COUPONS, scope, id, { published: true }))
+})
+
 /**
  * Counts one redemption of a coupon at `at` in the caller's transaction: under its row lock, the
  * redemption window and max_redemptions are checked, then total_redemptions grows by one.
  */
 export async function redeem(tx: Tx, scope: Scope, couponId: string, at: Date, field: string): Promise<store.CouponRow> {
   const coupon = await store.lockCoupon(tx, scope, couponId)
-  if (!coupon || coupon.status !== 'published') throw validationError(field, `coupon ${couponId} not found`)
+  if (!coupon || coupon.status !== 'published') throw new AppError('not_found', `${field}: coupon ${couponId} not found`, { id: couponId, [field]: couponId })
   assertRedeemable(engineCoupon(coupon), at)
   await store.countRedemption(tx, scope, couponId)
   return { ...coupon, total_redemptions: coupon.total_redemptions + 1 }
@@ -95,6 +101,7 @@ export interface AssociateInput {
 /** Redeems a coupon for a subscription (the whole or one of its line items). */
 export async function associateCoupon(deps: Deps, actor: Actor, couponId: string, input: AssociateInput): Promise<store.AssociationRow> {
   const sub = await referenced('subscription_id', requireSubscription(deps.sql, actor, input.subscription_id))
+  if (input.subscription_line_item_id) await referenced('subscription_line_item_id', requireLineItem(deps.sql, actor, sub.id, input.subscription_line_item_id))
   const coupon = await coupons.get(deps, actor, couponId)
   if (coupon.currency && coupon.currency !== sub.currency) throw validationError('subscription_id', `coupon ${couponId} is in ${coupon.currency}, the subscription in ${sub.currency}`)
   const audit = auditOf(deps, actor)

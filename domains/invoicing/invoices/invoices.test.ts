@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../../core/clock.ts'
-import { customer, eventsOf } from '../../../test/catalog.ts'
+import { customer, eventsOf, fixedPrice, meter, plan, usagePrice } from '../../../test/catalog.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import type { CustomerWire, InvoiceWire, LineItemWire } from '../../../test/wire.ts'
 
@@ -25,11 +25,16 @@ async function pdfText(bytes: Buffer): Promise<string> {
 
 let h: Harness
 let cus: CustomerWire
+let pricePro: string
+let priceStorage: string
 const clock = fixedClock('2024-05-10T12:00:00Z')
 
 beforeAll(async () => {
   h = await startHarness({ clock })
   cus = await customer(h, { name: 'Acme GmbH', email: 'billing@acme.test', address_line1: 'Hauptstr. 1', address_city: 'Berlin', address_postal_code: '10115', address_country: 'DE' })
+  // Lines may name the prices they bill; those must be prices of this environment.
+  const catalog = await plan(h, { prices: [fixedPrice('49'), usagePrice((await meter(h)).id, '0.08')] })
+  ;[pricePro, priceStorage] = catalog.prices.map((p: { id: string }) => p.id)
 })
 afterAll(() => h?.stop())
 
@@ -41,8 +46,8 @@ const oneOff = (over: Record<string, unknown> = {}) => ({
   total: '147.73',
   amount_due: '147.73',
   line_items: [
-    { display_name: 'Pro plan', amount: '49.00', quantity: '1', price_id: 'price_pro' },
-    { display_name: 'Storage (GB)', amount: '98.73', quantity: '1234.5', price_id: 'price_storage', price_type: 'USAGE' },
+    { display_name: 'Pro plan', amount: '49.00', quantity: '1', price_id: pricePro },
+    { display_name: 'Storage (GB)', amount: '98.73', quantity: '1234.5', price_id: priceStorage, price_type: 'USAGE' },
   ],
   ...over,
 })
@@ -155,7 +160,7 @@ describe('coupons and taxes on one invoice (docs/billing.md, the USD worked exam
       total: '143.82',
       amount_due: '143.82',
       coupons: [off.id],
-      line_item_coupons: [{ coupon_id: pct.id, line_item_id: 'price_storage' }],
+      line_item_coupons: [{ coupon_id: pct.id, line_item_id: priceStorage }],
       tax_rate_overrides: [{ tax_rate_code: 'TAX_US', currency: 'USD' }],
     })
     expect([inv.subtotal, inv.total_discount, inv.total_tax, inv.total]).toEqual(['147.73', '14.87', '10.96', '143.82'])

@@ -12,7 +12,10 @@ import type { Db, Tx } from '../../../infra/postgres.ts'
 import { insertRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { engineCoupon, redeem } from '../coupons/service.ts'
 import { requireCustomer } from '../../customers/service.ts'
-import { auditOf, referenced, transaction } from '../../records/service.ts'
+import { auditOf, referenced, transaction, within } from '../../records/service.ts'
+import { getPrice } from '../../catalog/prices/service.ts'
+import { getMeter } from '../../catalog/meters/service.ts'
+import { requireOffering } from '../../catalog/offerings/kinds.ts'
 import { requireSubscription } from '../../subscriptions/read.ts'
 import { automaticRates, ratesForCodes, ratesForIds, resolved, type ResolvedRate } from '../taxes/service.ts'
 import { amountsOf, assemble, inputsOf, specOf, writeComputed, type Assembled, type LineSpec } from './assemble.ts'
@@ -117,6 +120,22 @@ function lineSpecs(customerId: string, subscriptionId: string | null, currency: 
   })
 }
 
+/**
+ * What one-off lines name (a price, plan or meter, a plan or addon as their entity) must be records of
+ * this environment, in any status (a line may bill a price since retired); else not_found naming the field.
+ */
+async function checkLineReferences(deps: Deps, actor: Actor, items: LineItemInput[]): Promise<void> {
+  for (const [i, item] of items.entries()) {
+    await within(`line_items[${i}]`, async () => {
+      if (item.price_id) await referenced('price_id', getPrice(deps, actor, item.price_id))
+      if (item.plan_id) await referenced('plan_id', requireOffering(deps.sql, actor, 'PLAN', item.plan_id, { anyStatus: true }))
+      if (item.meter_id) await referenced('meter_id', getMeter(deps, actor, item.meter_id))
+      const kind = item.entity_type?.toUpperCase()
+      if (item.entity_id && (kind === 'PLAN' || kind === 'ADDON')) await referenced('entity_id', requireOffering(deps.sql, actor, kind, item.entity_id, { anyStatus: true }))
+    })
+  }
+}
+
 function moneyQuantity(value: string, field: string): Decimal {
   const q = new D(value)
   if (q.isNeg()) throw validationError(field, 'must not be negative')
@@ -151,8 +170,12 @@ async function oneOffCoupons(tx: Tx, scope: Scope, input: CreateInvoiceInput, li
 async function oneOffRates(db: Db, scope: Scope, input: CreateInvoiceInput, customerId: string, at: Date): Promise<ResolvedRate[]> {
   const prepared = (input.prepared_tax_rates ?? []).map((r, i) => ({ ...r, id: r.id ?? `prepared_${i}`, code: r.code ?? r.id ?? `prepared_${i}`, name: r.name ?? r.code ?? 'Tax' }) as ResolvedRate)
   const byId = (await ratesForIds(db, scope, input.tax_rates ?? [], 'tax_rates')).map((r) => resolved(r))
-  const overrides = (input.tax_rate_overrides ?? []).filter((o) => o.auto_apply !== false)
-  const byCode = (await ratesForCodes(db, scope, overrides.map((o) => o.tax_rate_code), 'tax_rate_overrides')).map((r) => resolved(r))
+  // Every code must name a rate of this environment; those applied must be active.
+  const overrides = input.tax_rate_overrides ?? []
+  const field = (i: number) => `tax_rate_overrides[${i}].tax_rate_code`
+  await ratesForCodes(db, scope, overrides.map((o) => o.tax_rate_code), field, { active: false })
+  const applied = overrides.filter((o) => o.auto_apply !== false)
+  const byCode = (await ratesForCodes(db, scope, applied.map((o) => o.tax_rate_code), (i) => field(overrides.indexOf(applied[i])), { active: true })).map((r) => resolved(r))
   const named = [...prepared, ...byId, ...byCode]
   if (named.length > 0 || input.tax_rate_overrides) return named
   return automaticRates(db, scope, { customerId }, input.currency, at)
@@ -194,6 +217,7 @@ export async function createInvoice(deps: Deps, actor: Actor, input: CreateInvoi
   if (due.gt(total)) throw validationError('amount_due', `${formatMoney(due, currency)} exceeds the total ${formatMoney(total, currency)}`)
   if (paid.gt(due)) throw validationError('amount_paid', `${formatMoney(paid, currency)} exceeds the amount due ${formatMoney(due, currency)}`)
   const lines = lineSpecs(customer.id, sub?.id ?? null, currency, input.line_items ?? [])
+  await checkLineReferences(deps, actor, input.line_items ?? [])
   const audit = auditOf(deps, actor)
   if (lines.length === 0 && (input.coupons?.length || input.invoice_coupons?.length || input.line_item_coupons?.length)) throw validationError('line_items', 'are needed for coupons to apply to')
   const taxes = lines.length > 0 ? await oneOffRates(deps.sql, actor, input, customer.id, audit.at) : []
@@ -268,6 +292,7 @@ export interface UpdateInvoiceInput {
 export async function updateInvoice(deps: Deps, actor: Actor, id: string, input: UpdateInvoiceInput): Promise<InvoiceView> {
   const { version, line_items, ...fields } = input
   const audit = auditOf(deps, actor)
+  await checkLineReferences(deps, actor, line_items ?? [])
   return transaction(deps, async (tx) => {
     const invoice = await lockInvoice(tx, actor, id)
     if (invoice.invoice_status !== 'DRAFT') {

@@ -13,6 +13,7 @@ import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
 import { requireSubscription } from '../../subscriptions/read.ts'
+import { subscriptionReferences } from '../../subscriptions/service.ts'
 import { recordService } from '../../records/crud.ts'
 import * as store from './store.ts'
 
@@ -145,25 +146,36 @@ export const updateAssociation = (deps: Deps, actor: Actor, id: string, { versio
 export const deleteAssociation = (deps: Deps, actor: Actor, id: string): Promise<store.AssociationRow> =>
   transaction(deps, (tx) => deleteRecord<store.AssociationRow>(tx, store.ASSOCIATIONS, actor, id, auditOf(deps, actor)))
 
-/** Active published rates by code; a code that names none is a validation_error on `field`. */
-export async function ratesForCodes(db: Db, scope: Scope, codes: string[], field: string): Promise<store.TaxRateRow[]> {
-  const rows = (await store.ratesByCode(db, scope, codes)).filter((r) => r.tax_rate_status === 'ACTIVE')
+/**
+ * The published rates a request names by code (`fieldOf(i)` names the i-th): a code the environment has
+ * no rate for is not_found; with `active`, an inactive rate is a validation_error.
+ */
+export async function ratesForCodes(db: Db, scope: Scope, codes: string[], fieldOf: (i: number) => string, options: { active: boolean }): Promise<store.TaxRateRow[]> {
+  const rows = await store.ratesByCode(db, scope, codes)
   return codes.map((code, i) => {
     const row = rows.find((r) => r.code === code)
-    if (!row) throw validationError(`${field}[${i}]`, `no active tax rate with code ${code}`)
+    if (!row) throw new AppError('not_found', `${fieldOf(i)}: no tax rate with code ${code}`, { id: code, [fieldOf(i)]: code })
+    if (options.active && row.tax_rate_status !== 'ACTIVE') throw validationError(fieldOf(i), `tax rate ${code} is not active`)
     return row
   })
 }
 
-/** Active published rates by id; an unknown id is a validation_error on `field`. */
+/** Active published rates by id: an id the environment has no published rate for is not_found on `field[i]`, an inactive rate a validation_error. */
 export async function ratesForIds(db: Db, scope: Scope, ids: string[], field: string): Promise<store.TaxRateRow[]> {
   const rows = await findRecords<store.TaxRateRow>(db, store.RATES, scope, ids)
   return ids.map((id, i) => {
-    const row = rows.find((r) => r.id === id && r.status === 'published' && r.tax_rate_status === 'ACTIVE')
-    if (!row) throw validationError(`${field}[${i}]`, `no active tax rate ${id}`)
+    const row = rows.find((r) => r.id === id && r.status === 'published')
+    if (!row) throw new AppError('not_found', `${field}[${i}]: tax rate ${id} not found`, { id, [`${field}[${i}]`]: id })
+    if (row.tax_rate_status !== 'ACTIVE') throw validationError(`${field}[${i}]`, `tax rate ${id} is not active`)
     return row
   })
 }
+
+// A subscription's tax_rate_overrides must name rates of its environment (applied or not, active or not yet).
+subscriptionReferences.register(async (db, scope, input) => {
+  const codes = (input.tax_rate_overrides ?? []).map((o) => String(o.tax_rate_code))
+  await ratesForCodes(db, scope, codes, (i) => `tax_rate_overrides[${i}].tax_rate_code`, { active: false })
+})
 
 export interface TaxTarget {
   customerId: string

@@ -39,6 +39,7 @@ const view = (row: store.ApiKeyRow): KeyView => ({
   name: row.name,
   display_id: row.display_id,
   roles: row.roles,
+  tenant_owner: row.tenant_owner,
   type: row.type,
   provider: 'meterbill',
   user_type: 'service_account',
@@ -73,7 +74,7 @@ export async function authenticate(deps: Deps, secret: string | undefined): Prom
   if (row.revoked_at || row.status !== 'published') throw unauthenticated('API key has been revoked')
   if (row.expires_at && row.expires_at <= now) throw unauthenticated('API key has expired')
   state.used.set(row.id, now)
-  return { keyId: row.id, tenantId: row.tenant_id, environmentId: row.environment_id, roles: row.roles }
+  return { keyId: row.id, tenantId: row.tenant_id, environmentId: row.environment_id, roles: row.roles, owner: row.tenant_owner }
 }
 
 /** Writes the last-use times gathered since the previous flush. */
@@ -108,7 +109,7 @@ export interface CreateKeyInput {
 export async function mintKey(
   db: Db,
   scope: Scope,
-  input: { name: string; roles: Role[]; expiresAt: Date | null; createdBy: string; secret?: string },
+  input: { name: string; roles: Role[]; expiresAt: Date | null; createdBy: string; secret?: string; owner?: boolean },
 ): Promise<{ api_key: string; secret: KeyView }> {
   const prefix = 'mb'
   const secret = input.secret ?? newSecret(prefix)
@@ -120,20 +121,30 @@ export async function mintKey(
     key_hash: hashKey(secret),
     display_id: `${secret.slice(0, 6)}…${secret.slice(-4)}`,
     roles: input.roles,
+    tenant_owner: input.owner ?? false,
     expires_at: input.expiresAt,
     created_by: input.createdBy,
   })
   return { api_key: secret, secret: view(row) }
 }
 
-export async function createKey(deps: Deps, actor: Actor, input: CreateKeyInput): Promise<{ api_key: string; secret: KeyView }> {
-  let environmentId = actor.environmentId
-  if (input.environment_id && input.environment_id !== actor.environmentId) {
-    // Another tenant's environment is simply not found.
-    const env = await findEnvironment(deps, actor, input.environment_id)
-    if (!env || env.status !== 'published') throw notFound('environment', input.environment_id)
-    environmentId = env.id
+/**
+ * The environment whose keys the caller may manage: its own, or with a tenant's owner key any of the
+ * tenant's. Another tenant's environment is not found; another environment of the tenant, for an
+ * environment's admin key, is permission_denied.
+ */
+async function managedEnvironment(deps: Deps, actor: Actor, environmentId: string | undefined): Promise<string> {
+  if (!environmentId || environmentId === actor.environmentId) return actor.environmentId
+  const env = await findEnvironment(deps, actor, environmentId)
+  if (!env || env.status !== 'published') throw new AppError('not_found', `environment_id: environment ${environmentId} not found`, { id: environmentId, environment_id: environmentId })
+  if (!actor.owner) {
+    throw new AppError('permission_denied', "an environment's admin key manages the keys of its own environment only; use the tenant's owner key", { environment_id: environmentId })
   }
+  return env.id
+}
+
+export async function createKey(deps: Deps, actor: Actor, input: CreateKeyInput): Promise<{ api_key: string; secret: KeyView }> {
+  const environmentId = await managedEnvironment(deps, actor, input.environment_id)
   let expiresAt: Date | null = null
   if (input.expires_at) {
     expiresAt = new Date(input.expires_at)
@@ -147,13 +158,21 @@ export async function createKey(deps: Deps, actor: Actor, input: CreateKeyInput)
   })
 }
 
-export async function listKeys(deps: Deps, actor: Actor, params: ListParams): Promise<Page<KeyView>> {
-  const { rows, total } = await store.listKeys(deps.sql, actor, params)
+export async function listKeys(deps: Deps, actor: Actor, params: ListParams, environmentId?: string): Promise<Page<KeyView>> {
+  const scope = { tenantId: actor.tenantId, environmentId: await managedEnvironment(deps, actor, environmentId) }
+  const { rows, total } = await store.listKeys(deps.sql, scope, params)
   return page(rows.map(view), total, params)
 }
 
+/**
+ * Revokes a key of the caller's environment, or with the owner key of any of the tenant's; another
+ * environment's key is not found for an environment's admin, and only an owner key revokes an owner key.
+ */
 export async function revokeKey(deps: Deps, actor: Actor, id: string): Promise<KeyView> {
-  const row = await store.revokeKey(deps.sql, actor, id, actor.keyId, deps.clock.now())
+  const target = await store.findLiveKey(deps.sql, actor.tenantId, id)
+  if (!target || (!actor.owner && target.environment_id !== actor.environmentId)) throw notFound('api key', id)
+  if (target.tenant_owner && !actor.owner) throw new AppError('permission_denied', "only a tenant's owner key revokes an owner key", { id })
+  const row = await store.revokeKey(deps.sql, { tenantId: actor.tenantId, environmentId: target.environment_id }, id, actor.keyId, deps.clock.now())
   if (!row) throw notFound('api key', id)
   stateOf(deps).cache.delete(row.key_hash.toString('base64'))
   return view(row)

@@ -11,6 +11,7 @@ export interface ApiKeyRow {
   name: string
   display_id: string
   roles: Role[]
+  tenant_owner: boolean
   type: string
   expires_at: Date | null
   last_used_at: Date | null
@@ -23,16 +24,16 @@ export interface ApiKeyRow {
   updated_by: string | null
 }
 
-const COLUMNS = 'id, tenant_id, environment_id, name, display_id, roles, type, expires_at, last_used_at, revoked_at, status, metadata, created_at, created_by, updated_at, updated_by'
+const COLUMNS = 'id, tenant_id, environment_id, name, display_id, roles, tenant_owner, type, expires_at, last_used_at, revoked_at, status, metadata, created_at, created_by, updated_at, updated_by'
 
 export async function insertKey(
   db: Db,
-  row: Pick<ApiKeyRow, 'id' | 'tenant_id' | 'environment_id' | 'name' | 'display_id' | 'roles' | 'expires_at' | 'created_by'> & { key_hash: Buffer },
+  row: Pick<ApiKeyRow, 'id' | 'tenant_id' | 'environment_id' | 'name' | 'display_id' | 'roles' | 'tenant_owner' | 'expires_at' | 'created_by'> & { key_hash: Buffer },
 ): Promise<ApiKeyRow> {
   const [created] = await db<ApiKeyRow[]>`INSERT INTO api_keys
-      (id, tenant_id, environment_id, name, key_hash, display_id, roles, expires_at, created_by, updated_by)
+      (id, tenant_id, environment_id, name, key_hash, display_id, roles, tenant_owner, expires_at, created_by, updated_by)
     VALUES (${row.id}, ${row.tenant_id}, ${row.environment_id}, ${row.name}, ${row.key_hash}, ${row.display_id},
-            ${db.array(row.roles)}, ${row.expires_at}, ${row.created_by}, ${row.created_by})
+            ${db.array(row.roles)}, ${row.tenant_owner}, ${row.expires_at}, ${row.created_by}, ${row.created_by})
     RETURNING ${db.unsafe(COLUMNS)}`
   return created
 }
@@ -44,6 +45,12 @@ export async function findByHash(db: Db, hash: Buffer): Promise<ApiKeyRow | unde
 
 export async function listKeys(db: Db, scope: Scope, params: ListParams): Promise<{ rows: ApiKeyRow[]; total: number }> {
   return listRows<ApiKeyRow>(db, 'api_keys', baseFilters(db, scope, params), params, COLUMNS)
+}
+
+/** A live key of the tenant, in any of its environments. */
+export async function findLiveKey(db: Db, tenantId: string, id: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await db<ApiKeyRow[]>`SELECT ${db.unsafe(COLUMNS)} FROM api_keys WHERE id = ${id} AND tenant_id = ${tenantId} AND revoked_at IS NULL`
+  return row
 }
 
 /** Revokes a live key; answers it with its hash, so the caller can drop it from the lookup cache. */

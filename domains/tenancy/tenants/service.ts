@@ -38,6 +38,7 @@ async function createTenantIn(tx: Tx, name: string, secret?: string): Promise<Ne
     expiresAt: null,
     createdBy: 'system',
     secret,
+    owner: true,
   })
   return { tenantId, environments: { production: production.id, sandbox: sandbox.id }, apiKey: key.api_key }
 }

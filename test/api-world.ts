@@ -1,0 +1,285 @@
+// A small world of records of every kind, made over HTTP in one environment, and a valid request body for
+// every operation that takes one. The fuzz suite mutates these bodies (so its malformed values reach past
+// the schema into the services and engines); the isolation suite swaps one of their ids for another
+// tenant's. Both walk the OpenAPI document, so a new operation without a sample here fails them.
+import { expect } from 'vitest'
+import type { Harness } from './harness.ts'
+
+/** The ids of the world's records by kind. Kinds are the names the isolation suite swaps by. */
+export interface World {
+  key: string
+  ids: Record<string, string>
+  /** Other things addressed by value: external ids, lookup keys, tax rate codes. */
+  names: Record<string, string>
+}
+
+let seq = 0
+const RANGE = () => ({ start_time: inDays(-2), end_time: inDays(-1) })
+const inDays = (days: number): string => new Date(Date.now() + days * 86_400_000).toISOString()
+const unique = (prefix: string): string => `${prefix}-${process.pid}-${Date.now().toString(36)}-${++seq}`
+
+async function call(h: Harness, key: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await h.http(method, path, { body, key })
+  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBeLessThan(300)
+  return res.body
+}
+
+/**
+ * Builds the world with `key` (the harness's admin key by default). The billing clock is the real one,
+ * so dates in samples are relative to now.
+ */
+export async function buildWorld(h: Harness, key = h.key): Promise<World> {
+  const post = (path: string, body?: unknown) => call(h, key, 'POST', path, body)
+  const ids: Record<string, string> = {}
+  const names: Record<string, string> = {}
+
+  names.customer = unique('cust')
+  ids.customer = (await post('/v1/customers', { external_id: names.customer, name: 'World customer' })).id
+  ids.customer2 = (await post('/v1/customers', { external_id: unique('cust2') })).id
+  const meter = await post('/v1/meters', { name: unique('meter'), event_name: unique('evt'), aggregation: { type: 'SUM', field: 'n' } })
+  ids.meter = meter.id
+  names.event = meter.event_name
+  ids.feature = (await post('/v1/features', { name: unique('feat'), type: 'metered', meter_id: ids.meter })).id
+  ids.feature2 = (await post('/v1/features', { name: unique('flag'), type: 'boolean' })).id
+  const plan = await post('/v1/plans', {
+    name: unique('plan'),
+    prices: [{ currency: 'USD', type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', invoice_cadence: 'ADVANCE', amount: '10' }],
+  })
+  ids.plan = plan.id
+  ids.plan2 = (await post('/v1/plans', { name: unique('plan2') })).id
+  names.price = unique('lk')
+  ids.price = (
+    await post('/v1/prices', { plan_id: ids.plan, currency: 'USD', type: 'USAGE', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '0.01', meter_id: ids.meter, lookup_key: names.price })
+  ).id
+  ids.entitlement = (await post('/v1/entitlements', { plan_id: ids.plan, feature_id: ids.feature, usage_limit: 1000, usage_reset_period: 'MONTHLY' })).id
+  ids.addon = (await post('/v1/addons', { name: unique('addon'), lookup_key: unique('addon'), prices: [{ currency: 'USD', type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '2' }] })).id
+  ids.group = (await post('/v1/groups', { name: unique('group'), entity_type: 'price', entity_ids: [] })).id
+  names.taxRate = unique('VAT').toUpperCase()
+  ids.taxRate = (await post('/v1/taxes/rates', { name: 'VAT', code: names.taxRate, tax_rate_type: 'percentage', percentage_value: '10' })).id
+  ids.coupon = (await post('/v1/coupons', { name: unique('coupon'), type: 'percentage', cadence: 'forever', percentage_off: '10' })).id
+  ids.coupon2 = (await post('/v1/coupons', { name: unique('coupon2'), type: 'percentage', cadence: 'forever', percentage_off: '5' })).id
+
+  const sub = await post('/v1/subscriptions', { customer_id: ids.customer, plan_id: ids.plan, currency: 'USD', billing_period: 'MONTHLY' })
+  ids.subscription = sub.id
+  ids.lineItem = sub.line_items[0].id
+  for (const kind of ['subscription2', 'subscription3']) ids[kind] = (await post('/v1/subscriptions', { customer_id: ids.customer2, plan_id: ids.plan, currency: 'USD', billing_period: 'MONTHLY' })).id
+  ids.draftSubscription = (await post('/v1/subscriptions', { customer_id: ids.customer2, plan_id: ids.plan, currency: 'USD', billing_period: 'MONTHLY', subscription_status: 'draft' })).id
+  const phase = await post(`/v1/subscriptions/${ids.subscription}/phases`, { start_date: inDays(40), end_date: inDays(50) })
+  ids.phase = phase.id
+  ids.couponAssociation = (await post(`/v1/coupons/${ids.coupon2}/associations`, { subscription_id: ids.subscription })).id
+  ids.taxAssociation = (await post('/v1/taxes/associations', { tax_rate_code: names.taxRate, entity_type: 'customer', entity_id: ids.customer2 })).id
+  ids.creditGrant = (await post('/v1/creditgrants', { name: unique('grant'), scope: 'PLAN', plan_id: ids.plan2, credits: '5', cadence: 'ONETIME' })).id
+  ids.wallet = (await post('/v1/wallets', { customer_id: ids.customer, currency: 'USD' })).id
+
+  const invoice = (extra: Record<string, unknown> = {}) =>
+    post('/v1/invoices', { customer_id: ids.customer, currency: 'USD', subtotal: '5.00', total: '5.00', amount_due: '5.00', line_items: [{ display_name: 'Setup', amount: '5.00', quantity: '1' }], ...extra })
+  ids.invoice = (await invoice()).id
+  const paid = await invoice()
+  ids.invoiceFinal = paid.id
+  ids.invoiceLine = paid.line_items[0].id
+  await post(`/v1/invoices/${paid.id}/finalize`)
+  ids.invoiceOpen = (await invoice()).id
+  await post(`/v1/invoices/${ids.invoiceOpen}/finalize`)
+  await call(h, key, 'PUT', `/v1/invoices/${paid.id}/payment`, { payment_status: 'SUCCEEDED', amount: '5.00' })
+  ids.creditNote = (await post('/v1/creditnotes', { invoice_id: paid.id, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: ids.invoiceLine, amount: '1.00' }] })).id
+
+  ids.endpoint = (await post('/v1/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook', disabled: true })).id
+  ids.connection = (await post('/v1/connections', { name: 'stripe', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test_x', webhook_secret: 'whsec_x' } } })).id
+  ids.webhookEvent = (await call(h, key, 'GET', '/v1/webhooks/events?limit=1')).items[0].id
+  ids.apiKey = (await post('/v1/secrets/api/keys', { name: unique('key'), roles: ['read'] })).secret.id
+  const envs = await call(h, key, 'GET', '/v1/environments')
+  ids.environment = envs.items.find((e: { id: string }) => key === h.key ? e.id === h.tenant.environments.production : true)?.id ?? envs.items[0].id
+  // A new meter answers 503 until its backfill ran (METER_BACKFILL_SETTLE_SECONDS): wait for it, so the
+  // suites see only answers to what they send.
+  for (let tries = 0; ; tries++) {
+    const res = await h.http('POST', '/v1/events/usage/meter', { key, body: { meter_id: ids.meter, ...RANGE() } })
+    if (res.status === 200) break
+    if (tries > 120) throw new Error(`meter not ready: ${JSON.stringify(res.body)}`)
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+  return { key, ids, names }
+}
+
+
+/**
+ * Valid request bodies per operation (`METHOD /path`), one or more each: every id field an operation
+ * accepts appears in at least one of them. Operations that change state once (finalize a draft) still
+ * get a body, which later requests may find no longer applicable: they then answer 4xx, never 5xx.
+ */
+export function sampleBodies(w: World): Record<string, Record<string, unknown>[]> {
+  const { ids, names } = w
+  const price = { currency: 'USD', type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '3' }
+  const usagePrice = { currency: 'USD', type: 'USAGE', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '0.5', meter_id: ids.meter, group_id: ids.group }
+  const line = { display_name: 'Line', amount: '2.00', quantity: '1', price_id: ids.price, plan_id: ids.plan, meter_id: ids.meter, entity_type: 'PLAN', entity_id: ids.plan }
+  const subscription = { plan_id: ids.plan, currency: 'USD', billing_period: 'MONTHLY' }
+  return {
+    'POST /v1/secrets/api/keys': [{ name: unique('k'), roles: ['read'], environment_id: ids.environment }],
+    'POST /v1/customers': [{ external_id: unique('c'), name: 'C', email: 'a@b.test', address_country: 'DE', metadata: { a: 'b' }, integrations: [{ provider_type: 'stripe', provider_entity_id: unique('cus') }] }],
+    'PUT /v1/customers/{id}': [{ name: 'Renamed', metadata: { a: 'c' } }],
+    'POST /v1/customers/search': [{ customer_ids: [ids.customer], limit: 5 }],
+    'POST /v1/meters': [{ name: unique('m'), event_name: unique('e'), aggregation: { type: 'SUM', field: 'n' }, filters: [{ key: 'region', values: ['eu'] }] }],
+    'PUT /v1/meters/{id}': [{ name: 'Renamed meter' }],
+    'POST /v1/events/usage/meter': [{ meter_id: ids.meter, customer_id: ids.customer, ...RANGE() }],
+    'POST /v1/events/usage': [{ event_name: names.event, aggregation_type: 'COUNT', customer_id: ids.customer, ...RANGE() }],
+    'POST /v1/features': [
+      { name: unique('f'), type: 'metered', meter_id: ids.meter },
+      { name: unique('f'), type: 'boolean', group_id: null },
+    ],
+    'PUT /v1/features/{id}': [{ name: 'Renamed feature', description: 'd' }],
+    'POST /v1/features/search': [{ feature_ids: [ids.feature] }],
+    'POST /v1/plans': [{ name: unique('p'), prices: [usagePrice], entitlements: [{ feature_id: ids.feature, usage_limit: 10, usage_reset_period: 'MONTHLY' }] }],
+    'PUT /v1/plans/{id}': [{ name: 'Renamed plan' }],
+    'POST /v1/plans/search': [{ plan_ids: [ids.plan] }],
+    'POST /v1/addons': [{ name: unique('a'), lookup_key: unique('a'), prices: [price], entitlements: [{ feature_id: ids.feature2 }] }],
+    'PUT /v1/addons/{id}': [{ name: 'Renamed addon' }],
+    'POST /v1/addons/search': [{ addon_ids: [ids.addon] }],
+    'POST /v1/prices': [
+      { ...usagePrice, plan_id: ids.plan2 },
+      { ...price, entity_type: 'ADDON', entity_id: ids.addon },
+    ],
+    'PUT /v1/prices/{id}': [{ description: 'd', group_id: ids.group }],
+    'POST /v1/prices/search': [{ price_ids: [ids.price] }],
+    'POST /v1/entitlements': [
+      { plan_id: ids.plan2, feature_id: ids.feature2 },
+      { entity_type: 'ADDON', entity_id: ids.addon, feature_id: ids.feature, usage_reset_period: 'MONTHLY' },
+    ],
+    'PUT /v1/entitlements/{id}': [{ usage_limit: 2000 }],
+    'POST /v1/entitlements/search': [{ feature_ids: [ids.feature] }],
+    'POST /v1/subscriptions/lineitems/search': [{ subscription_ids: [ids.subscription] }],
+    'POST /v1/subscriptions': [
+      { ...subscription, customer_id: ids.customer, invoicing_customer_id: ids.customer2, coupons: [ids.coupon], addons: [{ addon_id: ids.addon }], tax_rate_overrides: [{ currency: 'USD', tax_rate_code: names.taxRate }] },
+      { ...subscription, customer_id: ids.customer, parent_subscription_id: ids.subscription, phases: [{ start_date: inDays(60), line_items: [{ price_id: ids.price }] }] },
+      { ...subscription, external_customer_id: names.customer, inheritance: { subscriptions_ids_for_grouped_invoicing: [ids.subscription3] } },
+    ],
+    'PUT /v1/subscriptions/{id}': [{ metadata: { a: 'b' } }],
+    'POST /v1/subscriptions/search': [{ subscription_ids: [ids.subscription] }],
+    'POST /v1/subscriptions/{id}/activate': [{}],
+    'POST /v1/subscriptions/{id}/cancel': [{ cancellation_type: 'end_of_period' }],
+    'POST /v1/subscriptions/{id}/modify/preview': [
+      { type: 'quantity_change', quantity_change_params: { line_items: [{ id: ids.lineItem, quantity: '2' }] } },
+      { type: 'grouped_invoicing_add', grouped_invoicing_params: { child_subscription_ids: [ids.subscription2] } },
+    ],
+    'POST /v1/subscriptions/{id}/modify/execute': [{ type: 'quantity_change', quantity_change_params: { line_items: [{ id: ids.lineItem, quantity: '3' }], proration_behavior: 'none' } }],
+    'POST /v1/subscriptions/{id}/phases': [{ start_date: inDays(90), line_items: [{ price_id: ids.price, quantity: '1' }] }],
+    'PUT /v1/subscriptions/{id}/phases/{phase_id}': [{ metadata: { a: 'b' } }],
+    'POST /v1/groups': [{ name: unique('g'), entity_type: 'feature', entity_ids: [ids.feature2] }],
+    'PUT /v1/groups/{id}': [{ name: 'Renamed group', entity_ids: [ids.price] }],
+    'POST /v1/groups/search': [{ limit: 5 }],
+    'POST /v1/wallets': [
+      { customer_id: ids.customer2, currency: 'EUR' },
+      { external_customer_id: names.customer, currency: 'GBP' },
+    ],
+    'PUT /v1/wallets/{id}': [{ name: 'Renamed wallet' }],
+    'POST /v1/wallets/search': [{ limit: 5 }],
+    'POST /v1/wallets/{id}/top-up': [{ credits_to_add: '10', transaction_reason: 'FREE_CREDIT_GRANT', idempotency_key: unique('t') }],
+    'POST /v1/wallets/{id}/debit': [{ credits: '1', idempotency_key: unique('d') }],
+    'POST /v1/creditgrants': [
+      { name: unique('g'), scope: 'PLAN', plan_id: ids.plan, credits: '5', cadence: 'ONETIME' },
+      { name: unique('g'), scope: 'SUBSCRIPTION', subscription_id: ids.subscription, credits: '5', cadence: 'ONETIME', start_date: inDays(0) },
+    ],
+    'PUT /v1/creditgrants/{id}': [{ name: 'Renamed grant' }],
+    'POST /v1/creditgrants/search': [{ limit: 5 }],
+    'POST /v1/invoices/preview': [{ subscription_id: ids.subscription }],
+    'POST /v1/invoices': [
+      {
+        customer_id: ids.customer,
+        subscription_id: ids.subscription,
+        currency: 'USD',
+        subtotal: '2.00',
+        total: '1.98',
+        amount_due: '1.98',
+        coupons: [ids.coupon],
+        line_items: [line],
+        tax_rates: [ids.taxRate],
+        tax_rate_overrides: [{ currency: 'USD', tax_rate_code: names.taxRate, auto_apply: false }],
+      },
+    ],
+    'PUT /v1/invoices/{id}': [{ description: 'd', line_items: [line] }],
+    'POST /v1/invoices/search': [{ customer_id: ids.customer }],
+    'PUT /v1/invoices/{id}/payment': [{ payment_status: 'PENDING' }],
+    'POST /v1/creditnotes': [{ invoice_id: ids.invoiceFinal, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: ids.invoiceLine, amount: '0.50' }] }],
+    'POST /v1/creditnotes/search': [{ invoice_id: ids.invoiceFinal }],
+    'POST /v1/coupons/{id}/associations': [{ subscription_id: ids.subscription2, subscription_line_item_id: ids.lineItem }],
+    'POST /v1/coupons': [{ name: unique('c'), type: 'fixed', cadence: 'once', amount_off: '1', currency: 'USD' }],
+    'PUT /v1/coupons/{id}': [{ name: 'Renamed coupon' }],
+    'POST /v1/coupons/search': [{ limit: 5 }],
+    'POST /v1/taxes/rates': [{ name: 'T', code: unique('T'), tax_rate_type: 'fixed', fixed_value: '1' }],
+    'PUT /v1/taxes/rates/{id}': [{ description: 'd' }],
+    'POST /v1/taxes/rates/search': [{ limit: 5 }],
+    'POST /v1/taxes/associations': [
+      { tax_rate_code: names.taxRate, entity_type: 'customer', entity_id: ids.customer },
+      { tax_rate_code: names.taxRate, entity_type: 'subscription', entity_id: ids.subscription },
+    ],
+    'POST /v1/taxes/associations/search': [{ limit: 5 }],
+    'POST /v1/webhooks/endpoints': [{ url: 'http://127.0.0.1:9/other', disabled: true }],
+    'PUT /v1/webhooks/endpoints/{id}': [{ description: 'd' }],
+    'POST /v1/webhooks/endpoints/search': [{ limit: 5 }],
+    'POST /v1/connections': [{ name: 'stripe', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test_y', webhook_secret: 'whsec_y' } } }],
+    'PUT /v1/connections/{id}': [{ name: 'Renamed connection' }],
+    'POST /v1/connections/search': [{ limit: 5 }],
+    'POST /v1/events': [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 1 } }],
+    'POST /v1/events/bulk': [{ events: [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 2 } }] }],
+  }
+}
+
+/** The concrete value of a path parameter for an operation in this world. */
+function pathValue(w: World, path: string, param: string): string {
+  const { ids, names } = w
+  if (param === 'external_id') return names.customer
+  if (param === 'lookup_key') return names.price
+  if (param === 'phase_id') return ids.phase
+  if (param === 'name') return 'no-such-job'
+  if (param === 'provider') return 'stripe'
+  if (param === 'tenant_id') return 'tenant_unknown'
+  if (param === 'environment_id') return ids.environment
+  const kind = PATH_KIND[path] ?? ID_KIND.find(([prefix]) => path.startsWith(prefix))?.[1]
+  if (!kind || !ids[kind]) throw new Error(`no world id for ${param} of ${path}`)
+  return ids[kind]
+}
+
+// Operations that need a record in a particular state.
+const PATH_KIND: Record<string, string> = {
+  '/v1/subscriptions/{id}/activate': 'draftSubscription',
+  '/v1/invoices/{id}/payment': 'invoiceOpen',
+  '/v1/invoices/{id}/creditable': 'invoiceFinal',
+  '/v1/invoices/{id}/sync': 'invoiceOpen',
+}
+
+// The first matching prefix names the kind of the path's {id}.
+const ID_KIND: [string, string][] = [
+  ['/v1/secrets/api/keys/', 'apiKey'],
+  ['/v1/customers/', 'customer'],
+  ['/v1/meters/', 'meter'],
+  ['/v1/features/', 'feature'],
+  ['/v1/plans/', 'plan'],
+  ['/v1/addons/', 'addon'],
+  ['/v1/prices/', 'price'],
+  ['/v1/entitlements/', 'entitlement'],
+  ['/v1/subscriptions/', 'subscription'],
+  ['/v1/groups/', 'group'],
+  ['/v1/wallets/', 'wallet'],
+  ['/v1/creditgrants/', 'creditGrant'],
+  ['/v1/invoices/', 'invoice'],
+  ['/v1/creditnotes/', 'creditNote'],
+  ['/v1/coupons/associations/', 'couponAssociation'],
+  ['/v1/coupons/', 'coupon'],
+  ['/v1/taxes/rates/', 'taxRate'],
+  ['/v1/taxes/associations/', 'taxAssociation'],
+  ['/v1/webhooks/endpoints/', 'endpoint'],
+  ['/v1/webhooks/events/', 'webhookEvent'],
+  ['/v1/webhooks/', 'webhookEvent'],
+  ['/v1/connections/', 'connection'],
+]
+
+/** An operation's path with this world's values in it. */
+export const concretePath = (w: World, path: string): string => path.replace(/\{(\w+)\}/g, (_, p: string) => encodeURIComponent(pathValue(w, path, p)))
+
+/** Rows per table of the whole Postgres store: a failed request must leave every count as it was. */
+export async function rowCounts(h: Harness): Promise<Record<string, number>> {
+  const sql = h.running.deps.sql
+  const tables = await sql<{ name: string }[]>`SELECT table_name AS name FROM information_schema.tables
+    WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name NOT IN ('job_leases', 'schema_migrations') ORDER BY table_name`
+  const union = tables.map((t) => `SELECT '${t.name}' AS name, count(*)::int AS n FROM "${t.name}"`).join(' UNION ALL ')
+  const rows = await sql.unsafe<{ name: string; n: number }[]>(union)
+  return Object.fromEntries(rows.map((r) => [r.name, r.n]))
+}
