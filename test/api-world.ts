@@ -70,6 +70,8 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.taxAssociation = (await post('/v1/taxes/associations', { tax_rate_code: names.taxRate, entity_type: 'customer', entity_id: ids.customer2 })).id
   ids.creditGrant = (await post('/v1/creditgrants', { name: unique('grant'), scope: 'PLAN', plan_id: ids.plan2, credits: '5', cadence: 'ONETIME' })).id
   ids.wallet = (await post('/v1/wallets', { customer_id: ids.customer, currency: 'USD' })).id
+  ids.event = (await post('/v1/events', { event_id: unique('evt-id'), event_name: names.event, external_customer_id: names.customer, properties: { n: 1 } })).event_id
+  ids.mapping = (await post('/v1/entity-integration-mappings', { entity_id: ids.customer, entity_type: 'customer', provider_type: 'quickbooks', provider_entity_id: unique('qb') })).id
 
   const invoice = (extra: Record<string, unknown> = {}) =>
     post('/v1/invoices', { customer_id: ids.customer, currency: 'USD', subtotal: '5.00', total: '5.00', amount_due: '5.00', line_items: [{ display_name: 'Setup', amount: '5.00', quantity: '1' }], ...extra })
@@ -89,6 +91,7 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.apiKey = (await post('/v1/secrets/api/keys', { name: unique('key'), roles: ['read'] })).secret.id
   const envs = await call(h, key, 'GET', '/v1/environments')
   ids.environment = envs.items.find((e: { id: string }) => key === h.key ? e.id === h.tenant.environments.production : true)?.id ?? envs.items[0].id
+  ids.environment2 = envs.items.find((e: { id: string }) => e.id !== ids.environment)?.id ?? ids.environment
   // A new meter answers 503 until its backfill ran (METER_BACKFILL_SETTLE_SECONDS): wait for it, so the
   // suites see only answers to what they send.
   for (let tries = 0; ; tries++) {
@@ -116,6 +119,17 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/secrets/api/keys': [{ name: unique('k'), roles: ['read'], environment_id: ids.environment }],
     'POST /v1/customers': [{ external_id: unique('c'), name: 'C', email: 'a@b.test', address_country: 'DE', metadata: { a: 'b' }, integrations: [{ provider_type: 'stripe', provider_entity_id: unique('cus') }] }],
     'PUT /v1/customers/{id}': [{ name: 'Renamed', metadata: { a: 'c' } }],
+    'PUT /v1/customers': [{ name: 'Renamed by query' }],
+    'POST /v1/entity-integration-mappings': [{ entity_id: ids.customer2, entity_type: 'customer', provider_type: 'stripe', provider_entity_id: unique('cus') }],
+    'POST /v1/events/query': [{ external_customer_id: names.customer, event_name: names.event }],
+    'POST /v1/plans/{id}/clone': [{ name: unique('clone') }],
+    'POST /v1/prices/bulk': [{ items: [{ ...usagePrice, plan_id: ids.plan2 }] }],
+    'POST /v1/entitlements/bulk': [{ items: [{ plan_id: ids.plan2, feature_id: ids.feature }] }],
+    'POST /v1/wallets/transactions/search': [{ wallet_id: ids.wallet }],
+    'PUT /v1/taxes/associations/{id}': [{ priority: 2 }],
+    'POST /v1/secrets/integrations/create/{provider}': [{ name: unique('stripe'), credentials: { secret_key: 'sk_test_y', webhook_secret: 'whsec_y' } }],
+    'POST /v1/ai/pricing/parse': [{ description: '$49/month includes 10k API calls, then $0.002 per call' }],
+    'POST /v1/environments/{id}/clone': [{ target_environment_id: ids.environment2 }],
     'POST /v1/customers/search': [{ customer_ids: [ids.customer], limit: 5 }],
     'POST /v1/meters': [{ name: unique('m'), event_name: unique('e'), aggregation: { type: 'SUM', field: 'n' }, filters: [{ key: 'region', values: ['eu'] }] }],
     'PUT /v1/meters/{id}': [{ name: 'Renamed meter' }],
@@ -239,6 +253,7 @@ function pathValue(w: World, path: string, param: string): string {
 
 // Operations that need a record in a particular state.
 const PATH_KIND: Record<string, string> = {
+  '/v1/environments/{id}/clone': 'environment',
   '/v1/subscriptions/{id}/activate': 'draftSubscription',
   '/v1/invoices/{id}/payment': 'invoiceOpen',
   '/v1/invoices/{id}/creditable': 'invoiceFinal',
@@ -265,6 +280,9 @@ const ID_KIND: [string, string][] = [
   ['/v1/coupons/', 'coupon'],
   ['/v1/taxes/rates/', 'taxRate'],
   ['/v1/taxes/associations/', 'taxAssociation'],
+  ['/v1/entity-integration-mappings/', 'mapping'],
+  ['/v1/events/', 'event'],
+  ['/v1/secrets/integrations/', 'connection'],
   ['/v1/webhooks/endpoints/', 'endpoint'],
   ['/v1/webhooks/events/', 'webhookEvent'],
   ['/v1/webhooks/', 'webhookEvent'],

@@ -359,7 +359,15 @@ class Clone {
  * The same environment is a validation_error; an environment of another tenant (or none) is not_found.
  * All or nothing: a refusal anywhere leaves the target as it was.
  */
+/**
+ * Reads one environment and writes another, so it takes the tenant's owner key (as managing another
+ * environment's keys does): an environment's admin key finds no other environment, as source or target (404).
+ */
 export async function cloneEnvironment(deps: Deps, actor: Actor, sourceId: string, targetId: string): Promise<CloneReport> {
+  if (!actor.owner) {
+    if (sourceId !== actor.environmentId) throw new AppError('not_found', `environment ${sourceId} not found`, { id: sourceId })
+    throw new AppError('not_found', `target_environment_id: environment ${targetId} not found (an environment's admin key sees its own environment only)`, { id: targetId, target_environment_id: targetId })
+  }
   const source = await findEnvironment(deps, actor, sourceId)
   if (!source || source.status !== 'published') throw new AppError('not_found', `environment ${sourceId} not found`, { id: sourceId })
   if (targetId === sourceId) throw validationError('target_environment_id', 'must be another environment than the one cloned')

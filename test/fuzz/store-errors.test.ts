@@ -56,6 +56,14 @@ describe('Postgres refusals as answers', () => {
   it('answers our own SQL mistake with 500 quoting the request id, not the driver', async () => {
     const res = await answer(() => sql()`SELECT no_such_column FROM environments`)
     expect(res.status).toBe(500)
-    expect(res.body).toEqual({ code: 'internal_error', message: 'internal error; quote request id req-1', http_status_code: 500, details: { request_id: 'req-1' } })
+    expect(res.body).toEqual({
+      code: 'internal_error',
+      message: 'internal error; quote request id req-1',
+      http_status_code: 500,
+      details: { request_id: 'req-1' },
+      // Flexprice's SDK reads these (docs/compatibility.md).
+      success: false,
+      error: { message: 'internal error; quote request id req-1', internal_error: 'internal_error: {"request_id":"req-1"}' },
+    })
   })
 })

@@ -102,7 +102,7 @@ export async function createEntitlementsBulk(deps: Deps, actor: Actor, items: Cr
       const views: EntitlementView[] = []
       for (const [i, { plan_id, entity_type, entity_id, ...fields }] of items.entries()) {
         const entity = await within(`items[${i}]`, () => entityOf({ plan_id, entity_type, entity_id }))
-        await requireOffering(tx, actor, entity.entity_type, entity.entity_id)
+        await within(`items[${i}]`, () => requireOwner(tx, actor, { plan_id, entity_type, entity_id }, entity))
         views.push(...(await within(`items[${i}]`, () => createEntitlementsIn(tx, actor, audit, entity, [fields]))))
       }
       return views
