@@ -182,6 +182,7 @@ const understood: Row[] = [
   { text: '$20/month', options: { plan_name: 'Hobby' }, plans: { hobby: ['FIXED FLAT_FEE MONTHLY 20'] } },
   { text: 'SMS between 1 and 1,000: $0.05, over 1,000: $0.04', plans: { standard: ['USAGE TIERED MONTHLY SLAB|1000:0.05|∞:0.04 @sms', 'sms unlimited MONTHLY'] } },
   { text: 'Enterprise adds SSO and audit logs. Pro: $49/month', plans: { enterprise: ['sso on', 'audit_logs on'], pro: ['FIXED FLAT_FEE MONTHLY 49'] }, warnings: ['plan Enterprise has no price'] },
+  { text: 'Business: $99/month with custom domains and SAML', plans: { business: ['FIXED FLAT_FEE MONTHLY 99', 'custom_domains on', 'saml on'] } },
   { text: '$29/month, free for 2 weeks', plans: { standard: ['FIXED FLAT_FEE MONTHLY 29 trial 14'] } },
   { text: 'Pro plan - $15/month, unlimited projects', plans: { pro: ['FIXED FLAT_FEE MONTHLY 15', 'projects=unlimited'] } },
   { text: 'Pro: $49/month. Pro: $59/month', plans: { pro: ['FIXED FLAT_FEE MONTHLY 49', 'FIXED FLAT_FEE MONTHLY 59'] }, warnings: ['more than one MONTHLY price'] },

@@ -74,11 +74,11 @@ interface Segment {
   text: string
 }
 
+/** A unit's usage on a plan; without segments ("unlimited API calls") it is granted without limit or price. */
 interface UsageLine {
   unit: Unit
   segments: Segment[]
   volume: boolean
-  unlimited: boolean
 }
 
 interface Money {
@@ -166,28 +166,27 @@ class Parser {
   unit(words: string[]): Unit {
     const lower = words.filter((w) => w.toLowerCase() !== 'of').map((w) => singular(w))
     const found = this.units.find((u) => lower.every((w) => u.words.includes(w)) || u.words.every((w) => lower.includes(w)))
+    // "GB of storage": the thing is storage, measured in GB.
+    const ofAt = words.findIndex((w) => w.toLowerCase() === 'of')
+    const thing = ofAt > 0 ? words.slice(ofAt + 1) : words
+    const name = ofAt > 0 ? `${titled(thing.join(' '))} (${words.slice(0, ofAt).join(' ')})` : pluralPhrase(words)
     if (found) {
       if (lower.length > found.words.length) {
         found.words = lower
-        found.name = pluralPhrase(words)
+        found.name = name
       }
       return found
     }
     const measure = [...lower].reverse().find((w) => isQuantity(w))
     const active = lower.includes('active') || lower.includes('mau')
-    const ofAt = words.findIndex((w) => w.toLowerCase() === 'of')
-    // "GB of storage": the thing is storage, measured in GB.
-    const thing = ofAt > 0 ? words.slice(ofAt + 1) : words
-    const name = ofAt > 0 ? `${titled(thing.join(' '))} (${words.slice(0, ofAt).join(' ')})` : pluralPhrase(words)
-    const base = slug(thing.map((w) => singular(w)).join(' '))
+    const base = active ? 'user_active' : slug(thing.map((w) => singular(w)).join(' '))
+    let key = base
+    for (let n = 2; this.units.some((u) => u.key === key); n++) key = `${base}_${n}`
     const unit: Unit = active
-      ? { key: 'active_user', words: lower, name: lower.includes('mau') ? 'Monthly active users' : pluralPhrase(words), kind: 'unique', field: 'user_id', event: 'user_active' }
+      ? { key, words: lower, name: lower.includes('mau') ? 'Monthly active users' : name, kind: 'unique', field: 'user_id', event: key }
       : measure
-        ? { key: base, words: lower, name, kind: 'sum', field: measure.length <= 3 ? measure : slug(pluralWord(measure)), event: `${base}_usage` }
-        : { key: base, words: lower, name, kind: 'count', event: base }
-    let key = unit.key
-    for (let n = 2; this.units.some((u) => u.key === key); n++) key = `${unit.key}_${n}`
-    unit.key = key
+        ? { key, words: lower, name, kind: 'sum', field: measure.length <= 3 ? measure : slug(pluralWord(measure)), event: `${key}_usage` }
+        : { key, words: lower, name, kind: 'count', event: key }
     this.units.push(unit)
     return unit
   }
@@ -195,7 +194,7 @@ class Parser {
   line(plan: Plan, unit: Unit): UsageLine {
     let line = plan.usage.find((l) => l.unit === unit)
     if (!line) {
-      line = { unit, segments: [], volume: false, unlimited: false }
+      line = { unit, segments: [], volume: false }
       plan.usage.push(line)
     }
     this.lastUnit.set(plan, unit)
@@ -301,7 +300,7 @@ class Parser {
       return true
     }
     if (this.trial(plan, lower)) return true
-    if (/\b(?:custom pricing|custom|contact (?:us|sales)|talk to (?:us|sales)|call us|get a quote|custom quote|price on request|let'?s talk)\b/.test(lower)) {
+    if (/^custom$|\b(?:custom pric(?:e|es|ing)|contact (?:us|sales)|talk to (?:us|sales)|call us|get a quote|custom quote|price on request|let'?s talk)\b/.test(lower)) {
       this.warn(text, 'custom pricing is not a price: the plan gets none')
       return true
     }
@@ -318,13 +317,13 @@ class Parser {
       if (tokens.filter((t) => t.k === 'money').length > 1) this.warn(text, 'only the first amount of this phrase was read: separate prices with commas', true)
       return this.priced(plan, text, tokens, m, ctx)
     }
-    // A bare amount where a price goes ("49 per month", "0.002 per call"): the description's currency.
     const minimum = /^(?:a\s+)?min(?:imum|\.)?\s+(?:of\s+)?(\d+)\s+(\w+)$/.exec(lower)
     if (minimum && isSeat(minimum[2])) {
       plan.minSeats = Number(minimum[1])
       this.placed++
       return true
     }
+    // A bare amount where a price goes ("49 per month", "0.002 per call"): the description's currency.
     const bare = tokens.findIndex((_, i) => bareAmount(tokens, i))
     if (bare >= 0 && !/\b(?:included|includes|free|up to)\b/.test(lower)) return this.priced(plan, text, tokens, bare, ctx)
     if (this.limit(plan, text, tokens, ctx)) return true
@@ -481,8 +480,7 @@ class Parser {
       this.grant(plan, pluralPhrase(words), 'static', 'unlimited')
       return true
     }
-    const line = this.line(plan, this.unit(words))
-    line.unlimited = true
+    this.line(plan, this.unit(words))
     this.placed++
     return true
   }

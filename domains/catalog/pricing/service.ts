@@ -88,7 +88,7 @@ export async function parsePricing(deps: Deps, input: ParseInput, shape: ShapeCh
   const ai = deps.config.ai
   if (parser === 'model' && !ai) throw invalidOperation('no model is configured: set AI_PROVIDER_URL, or use parser rules', { parser })
   const rules = () => parsePricingDescription(input.description, input)
-  if (!ai || parser === 'rules') return { ...rules(), source: 'rules' }
+  if (!ai || parser === 'rules') return { source: 'rules', ...rules() }
   let ruled: PricingConfig | undefined
   let refusal: unknown
   try {
@@ -97,14 +97,14 @@ export async function parsePricing(deps: Deps, input: ParseInput, shape: ShapeCh
     if (!modelMayHelp(err)) throw err
     refusal = err
   }
-  if (ruled && parser === 'auto' && !ruled.warnings.some((w) => w.left_out)) return { ...ruled, source: 'rules' }
+  if (ruled && parser === 'auto' && !ruled.warnings.some((w) => w.left_out)) return { source: 'rules', ...ruled }
   try {
-    return { ...(await askModel(deps, input, shape)), source: 'model' }
+    return { source: 'model', ...(await askModel(deps, input, shape)) }
   } catch (err) {
     if (!(err instanceof AppError) && !(err instanceof AiError)) throw err
     deps.logger.warn({ err: why(err) }, 'pricing parse: the model answer was not used')
     const warning = { text: '', message: `the model's answer was not used: ${why(err)}`, left_out: false }
-    if (ruled) return { ...ruled, warnings: [...ruled.warnings, warning], source: 'rules' }
+    if (ruled) return { source: 'rules', ...ruled, warnings: [...ruled.warnings, warning] }
     const e = refusal as AppError
     throw new AppError(e.code, e.message, { ...e.details, model: warning.message })
   }
