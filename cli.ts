@@ -35,7 +35,7 @@ function printTenant(t: NewTenant, heading: string): void {
   say(`  production:  ${t.environments.production}`)
   say(`  sandbox:     ${t.environments.sandbox}`)
   // The key itself goes to stdout, alone on its line, so scripts can capture it.
-  say('  admin API key for production (shown once, store it now):')
+  say("  the tenant's owner key: admin of production, manages every environment's keys (shown once, store it now):")
   process.stdout.write(`${t.apiKey}\n`)
 }
 
@@ -63,6 +63,8 @@ async function serve(roles: readonly RoleName[]): Promise<void> {
   }
   process.on('SIGINT', () => shutdown('SIGINT'))
   process.on('SIGTERM', () => shutdown('SIGTERM'))
+  // A promise nobody awaited that fails (a request's stray work) is logged, never a reason to stop serving.
+  process.on('unhandledRejection', (err) => deps.logger.error({ err }, 'unhandled rejection'))
 }
 
 async function runMigrate(): Promise<void> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { inParallel } from './concurrency.ts'
+import { inParallel, timeSlicer, yieldToLoop } from './concurrency.ts'
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 1))
 
@@ -31,5 +31,29 @@ describe('inParallel', () => {
     await expect(inParallel([1, 2, 3], 2, async (i) => {
       if (i === 2) throw new Error('item 2')
     })).rejects.toThrow('item 2')
+  })
+})
+
+describe('timeSlicer', () => {
+  it('returns at once within its budget and lets waiting callbacks run once it is spent', async () => {
+    const pause = timeSlicer(20)
+    let ran = false
+    setImmediate(() => (ran = true))
+    await pause()
+    expect(ran).toBe(false)
+    const until = performance.now() + 25
+    while (performance.now() < until) {
+      // pure work past the budget
+    }
+    await pause()
+    expect(ran).toBe(true)
+  })
+
+  it('yieldToLoop lets a callback scheduled before it run first', async () => {
+    const order: string[] = []
+    setImmediate(() => order.push('request'))
+    await yieldToLoop()
+    order.push('job')
+    expect(order).toEqual(['request', 'job'])
   })
 })

@@ -11,3 +11,19 @@ export async function inParallel<T>(items: readonly T[], n: number, work: (item:
   }
   await Promise.all(Array.from({ length: Math.max(0, Math.min(n, items.length)) }, worker))
 }
+
+/** Lets waiting timers and I/O run (HTTP requests of the same process): a long job awaits this between units of work. */
+export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/**
+ * A pause for long loops of pure work: yields to the event loop once `budgetMs` have passed since the last
+ * yield, else returns at once, so a job holds the thread at most that long and costs little when quick.
+ */
+export function timeSlicer(budgetMs = 10): () => Promise<void> {
+  let since = performance.now()
+  return async () => {
+    if (performance.now() - since < budgetMs) return
+    await yieldToLoop()
+    since = performance.now()
+  }
+}

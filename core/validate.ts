@@ -150,7 +150,8 @@ function reason(error: ErrorObject): string {
 function detailsOf(errors: ErrorObject[], root: string): Record<string, string> {
   const details: Record<string, string> = {}
   for (const e of errors) {
-    if (e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf') continue
+    // A key's own refusal (inside propertyNames) is reported by the propertyNames error that names the key.
+    if (e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf' || 'propertyName' in e) continue
     const field = fieldName(e, root)
     details[field] ??= reason(e)
   }

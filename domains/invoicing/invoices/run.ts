@@ -5,7 +5,7 @@
 // (subscription, period start, billing reason) makes a rerun or a concurrent run bill nothing twice.
 // The `invoice-overdue` job announces finalized invoices past their due date, once each.
 import { duePoints, nextPoint, type BillingPoint } from '../../../core/billing/cycle.ts'
-import { inParallel } from '../../../core/concurrency.ts'
+import { inParallel, timeSlicer, yieldToLoop } from '../../../core/concurrency.ts'
 import { sumMoney } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
@@ -26,8 +26,12 @@ import * as store from './store.ts'
 const PAGE = 500
 /** Subscriptions computed at once: usage reads of one overlap the writes of another. */
 const CONCURRENCY = 8
-/** Subscriptions whose invoices are stored in one transaction: a smaller batch isolates a failure sooner, a larger one commits less often. */
-const BATCH = 250
+/**
+ * Subscriptions whose invoices are stored in one transaction: a smaller batch isolates a failure sooner, a
+ * larger one commits less often. On embedded PGlite every request's query waits for the open transaction on
+ * its one connection, so batches there are small: a health probe waits for 25 subscriptions, not 250.
+ */
+const batchSize = (deps: Deps): number => (deps.engines.postgres === 'pglite' ? 25 : 250)
 
 export interface RunSummary {
   subscriptions: number
@@ -94,8 +98,14 @@ async function billScope(deps: Deps, scope: Scope, subs: SubscriptionRow[], now:
   const owners = subs.filter((s) => !billedThroughParent(s))
   const last = await store.lastSequences(deps.sql, scope, owners.map((s) => s.id))
   const threshold = (s: SubscriptionRow) => s.auto_invoice_threshold !== null && s.subscription_status !== 'cancelled'
+  // The run shares the process with HTTP requests: its pure steps pause every few milliseconds to let them in.
+  const pause = timeSlicer()
   // Computed once per subscription: period arithmetic in a time zone is the run's costliest pure step.
-  const points = new Map(owners.map((s) => [s.id, duePoints(cycleOf(s), now, last.get(s.id) ?? 0)]))
+  const points = new Map<string, BillingPoint[]>()
+  for (const s of owners) {
+    points.set(s.id, duePoints(cycleOf(s), now, last.get(s.id) ?? 0))
+    await pause()
+  }
   const due = owners.filter((s) => points.get(s.id)!.length > 0 || threshold(s))
   if (due.length === 0) return
   await redeemSubscriptionCoupons(deps, scope, due)
@@ -110,10 +120,13 @@ async function billScope(deps: Deps, scope: Scope, subs: SubscriptionRow[], now:
     } catch (err) {
       failure(summary, sub.id, err, deps)
     }
+    await pause()
   })
   const stored = due.filter((s) => computed.has(s.id))
-  for (let i = 0; i < stored.length; i += BATCH) {
-    const batch = stored.slice(i, i + BATCH)
+  const size = batchSize(deps)
+  for (let i = 0; i < stored.length; i += size) {
+    const batch = stored.slice(i, i + size)
+    await yieldToLoop()
     try {
       count(await createSubscriptionInvoices(deps, scope, batch.flatMap((s) => computed.get(s.id)!)), summary, 'invoices_created')
     } catch {
