@@ -121,7 +121,9 @@ describe('credit grants and wallets', () => {
     expect((await fp.creditGrants.getCreditGrant(g.id!)).status).toBe('deleted')
   })
 
-  it("creates a wallet (200, as Flexprice documents), tops it up, reads balances and the ledger, finds it by customer, terminates it", async () => {
+  it('creates a wallet (200, as Flexprice documents), tops it up, reads balances and the ledger, finds it by customer, pays an invoice from it, terminates it', async () => {
+    const owed = await fp.invoices.createInvoice(oneOff('130.00'))
+    await fp.invoices.finalizeInvoice(owed.id!)
     const w = await fp.wallets.createWallet({ customerId, currency: "USD", initialCreditsToLoad: "25" })
     expect(w).toMatchObject({ customerId, currency: 'USD', walletStatus: 'active', creditBalance: '25' })
     expect((await fp.wallets.getWallet(w.id!)).id).toBe(w.id)
@@ -142,6 +144,10 @@ describe('credit grants and wallets', () => {
     expect((await fp.wallets.getCustomerWallets({ lookupKey: 'sdk-bill-1' })).map((x) => x.id)).toEqual([w.id])
     expect((await fp.wallets.getCustomerWallets({ id: customerId })).map((x) => x.id)).toEqual([w.id])
     expect((await fp.wallets.queryWallet({ walletIds: [w.id!] })).items?.map((x) => x.id)).toEqual([w.id])
+
+    // The invoice finalized before the wallet had credits is paid from it now: 100 credits of 1 USD pay 100 of 130.
+    expect((await fp.invoices.attemptInvoicePayment(owed.id!)).message).toMatch(/100\.00/)
+    expect(await fp.invoices.getInvoice(owed.id!)).toMatchObject({ amountPaid: '100', amountRemaining: '30', paymentStatus: 'PENDING' })
 
     const closed = await fp.wallets.terminateWallet(w.id!)
     expect(closed.walletStatus).toBe('closed')
