@@ -3,7 +3,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { Flexprice } from '@flexprice/sdk'
 import { twoTenants } from '../catalog.ts'
-import { sdk } from './client.ts'
+import { failure, sdk } from './client.ts'
 
 // Direct intake (no broker) and an immediate meter backfill: events are readable as soon as they are accepted.
 const t = twoTenants({ env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' } })
@@ -88,6 +88,42 @@ describe('subscriptions', () => {
     const cancelled = await fp.subscriptions.cancelSubscription(draft.id!, { cancellationType: 'immediate', reason: 'testing' })
     expect(cancelled).toMatchObject({ subscriptionId: draft.id, cancellationType: 'immediate', status: 'cancelled' })
     expect((await fp.subscriptions.getSubscription(draft.id!)).subscriptionStatus).toBe('cancelled')
+  })
+})
+
+describe('addons and line items on a live subscription', () => {
+  it('adds an addon (prorated), refuses a onetime addon twice, removes it; adds a line item and ends it', async () => {
+    const customer = await fp.customers.createCustomer({ externalId: 'sdk-sub-2' })
+    const sub = await fp.subscriptions.createSubscription({
+      customerId: customer.id,
+      planId: catalog.planId,
+      currency: 'USD',
+      billingCadence: 'RECURRING',
+      billingPeriod: 'MONTHLY',
+      prorationBehavior: 'create_prorations',
+    })
+    const added = await fp.subscriptions.addSubscriptionAddon({ subscriptionId: sub.id!, addonId: catalog.addonId, metadata: { by: 'sdk' } })
+    expect(added).toMatchObject({ addonId: catalog.addonId, addon: { lookupKey: 'support' } })
+    const twice = await failure(fp.subscriptions.addSubscriptionAddon({ subscriptionId: sub.id!, addonId: catalog.addonId }))
+    expect(twice.statusCode).toBe(400)
+    const withAddon = await fp.subscriptions.getSubscription(sub.id!)
+    expect(withAddon.lineItems?.filter((l) => l.entityType === 'addon').map((l) => l.entityId)).toEqual([catalog.addonId])
+    // Added a moment after the period began, with create_prorations: the rest of the period is billed next.
+    const lines = async () => (await fp.invoices.getInvoicePreview({ subscriptionId: sub.id! })).lineItems!.map((l) => [l.displayName, l.amount])
+    expect(await lines()).toContainEqual([expect.stringMatching(/^Remaining time on Support/), '5'])
+
+    await fp.subscriptions.removeSubscriptionAddon({ addonAssociationId: added.id!, reason: 'not needed' })
+    const [ended] = await fp.subscriptions.getSubscriptionAddonAssociations(sub.id!)
+    expect(ended.endDate).toBeTruthy()
+    // Removed a moment later: what it ran for rounds to nothing, and the next period no longer bills it.
+    expect(await lines()).not.toContainEqual(['Support', '5'])
+
+    const seats = await fp.prices.createPrice({ entityType: 'PLAN', entityId: catalog.planId, currency: 'USD', type: 'FIXED', billingModel: 'FLAT_FEE', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY', invoiceCadence: 'ADVANCE', priceUnitType: 'FIAT', amount: '3', displayName: 'Seat' })
+    const line = await fp.subscriptions.createSubscriptionLineItem(sub.id!, { priceId: seats.id, quantity: 2, displayName: 'Extra seats' })
+    expect(line).toMatchObject({ subscriptionId: sub.id, priceId: seats.id, quantity: '2', displayName: 'Extra seats' })
+    expect((await fp.subscriptions.getSubscriptionV2(sub.id!)).id).toBe(sub.id)
+    const gone = await fp.subscriptions.deleteSubscriptionLineItem(line.id!, {})
+    expect(gone.id).toBe(line.id)
   })
 })
 
