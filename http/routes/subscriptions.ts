@@ -12,6 +12,7 @@ import { customerEntitlements, type EntitlementQuery } from '../../domains/subsc
 import { executeModification, previewModification, type ModifyInput } from '../../domains/invoicing/changes/modify.ts'
 import * as phases from '../../domains/subscriptions/phases.ts'
 import * as lines from '../../domains/invoicing/changes/lines.ts'
+import { subscriptionUsage } from '../../domains/invoicing/invoices/subscription-invoices.ts'
 import * as activation from '../../domains/subscriptions/activation.ts'
 import * as read from '../../domains/subscriptions/read.ts'
 import * as service from '../../domains/subscriptions/service.ts'
@@ -214,6 +215,24 @@ export const subscriptionRoutes: Route[] = [
       get: read.getSubscription,
       list: read.listSubscriptions,
       update: updateOrCancel,
+    },
+  }),
+  defineRoute<{ subscription_id: string; start_time?: string; end_time?: string; lifetime_usage?: boolean }>({
+    method: 'POST',
+    path: '/v1/subscriptions/usage',
+    tag: 'Subscriptions',
+    summary: "A subscription's usage charges in the current period so far, per meter, as its next invoice will price them",
+    permission: 'read',
+    body: {
+      type: 'object',
+      required: ['subscription_id'],
+      additionalProperties: false,
+      properties: { subscription_id: id, start_time: dateTime, end_time: dateTime, lifetime_usage: { type: 'boolean' } },
+    },
+    handler: async ({ deps, actor, body }) => {
+      const other = (['start_time', 'end_time'] as const).find((f) => body[f] !== undefined) ?? (body.lifetime_usage ? 'lifetime_usage' : undefined)
+      if (other) throw validationError(other, "only the current period's usage is read; use POST /v1/events/usage/meter for other ranges")
+      return toWire(await subscriptionUsage(deps, actor, body))
     },
   }),
   defineRoute<lines.AddAddonInput>({
