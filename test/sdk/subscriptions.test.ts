@@ -29,7 +29,7 @@ beforeAll(async () => {
       { ...common, type: 'USAGE', billingModel: 'FLAT_FEE', invoiceCadence: 'ARREAR', amount: '0.001', meterId: feature.meterId },
     ],
   })
-  await fp.entitlements.createEntitlement({ featureId: feature.id!, featureType: 'metered', planId: plan.id, usageLimit: 1_000_000, usageResetPeriod: 'MONTHLY' })
+  await fp.entitlements.createEntitlement({ featureId: feature.id!, featureType: 'metered', planId: plan.id, usageLimit: 1500, isSoftLimit: true, usageResetPeriod: 'MONTHLY' })
   const addon = await fp.addons.createAddon({ name: 'Support', lookupKey: 'support', type: 'onetime' })
   await fp.prices.createPrice({ ...common, entityType: 'ADDON', entityId: addon.id!, type: 'FIXED', billingModel: 'FLAT_FEE', invoiceCadence: 'ADVANCE', amount: '5' })
   Object.assign(catalog, { customerId: customer.id, planId: plan.id, addonId: addon.id, featureId: feature.id, meterId: feature.meterId })
@@ -58,7 +58,7 @@ describe('subscriptions', () => {
     const ents = await fp.subscriptions.getSubscriptionEntitlements(sub.id!)
     expect(ents).toMatchObject({ subscriptionId: sub.id, planId: catalog.planId })
     expect(ents.features?.map((f) => f.feature?.id)).toEqual([catalog.featureId])
-    expect(ents.features?.[0].entitlement).toMatchObject({ isEnabled: true, usageLimit: 1_000_000 })
+    expect(ents.features?.[0].entitlement).toMatchObject({ isEnabled: true, usageLimit: 1500 })
     expect((await fp.customers.getCustomerEntitlements(catalog.customerId)).features?.map((f) => f.feature?.id)).toEqual([catalog.featureId])
 
     const addons = await fp.subscriptions.getSubscriptionAddonAssociations(sub.id!)
@@ -162,9 +162,13 @@ describe('events and usage', () => {
     expect(byMeter).toMatchObject({ eventName: 'llm.tokens', type: 'SUM', value: 2000 })
     const byName = await fp.events.getUsageStatistics({ eventName: 'llm.tokens', aggregationType: 'COUNT', externalCustomerId: 'sdk-sub-1', ...range })
     expect(byName).toMatchObject({ type: 'COUNT', value: 3 })
+    const sub = (await fp.subscriptions.querySubscription({ customerId: catalog.customerId, subscriptionStatus: ['active'] })).items![0]
+    const charges = await fp.subscriptions.getSubscriptionUsage({ subscriptionId: sub.id! }, retrying)
+    // The plan's entitlement includes 1500 tokens (a soft limit: more is allowed and billed): 500 are charged at 0.001.
+    expect(charges).toMatchObject({ currency: 'USD', amount: 0.5, charges: [{ meterId: catalog.meterId, quantity: 2000, amount: 0.5 }] })
     const summary = await fp.customers.getCustomerUsageSummary({ customerLookupKey: 'sdk-sub-1' }, retrying)
     expect(summary.customerId).toBe(catalog.customerId)
-    expect(summary.features?.map((f) => [f.feature?.id, f.currentUsage, f.totalLimit, f.usagePercent])).toEqual([[catalog.featureId, '2000', 1_000_000, '0.2']])
+    expect(summary.features?.map((f) => [f.feature?.id, f.currentUsage, f.totalLimit, f.usagePercent])).toEqual([[catalog.featureId, '2000', 1500, '133.33']])
     const grouped = await fp.events.getUsageStatistics({ eventName: 'llm.tokens', aggregationType: 'SUM', propertyName: 'tokens', externalCustomerId: 'sdk-sub-1', windowSize: 'DAY', ...range })
     expect(grouped.value).toBe(2000)
     expect(grouped.results?.length).toBeGreaterThan(0)
