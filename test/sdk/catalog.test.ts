@@ -129,6 +129,7 @@ describe('plans, prices and addons', () => {
     expect(copy.prices?.map((p) => [p.amount, p.lookupKey ?? null]).sort()).toEqual([['100', null], ['49', null]])
     expect(copy.creditGrants?.map((g) => [g.name, g.credits])).toEqual([['Monthly', '10']])
 
+    expect((await failure(fp().prices.deletePrice(bulk.items![0].id!, { endDate: new Date(Date.now() + 86400e3).toISOString() }))).statusCode).toBe(400)
     await fp().prices.deletePrice(bulk.items![0].id!, {})
     await fp().plans.deletePlan(plan.id!)
     expect((await fp().plans.getPlan(plan.id!)).status).toBe('deleted')
