@@ -47,6 +47,8 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
       // Any body is read as JSON, so `curl -d` without a content type gets a clear answer, not an empty body.
       detectJSON: () => true,
       encoding: 'utf-8',
+      // DELETE too: Flexprice's clients name what to remove in the body (DELETE /v1/subscriptions/addon).
+      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
     }),
   )
   app.use(router.routes())

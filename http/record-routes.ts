@@ -90,6 +90,8 @@ export function recordRoutes<R>(api: RecordApi<R>): Route[] {
         tag,
         summary: `Delete a ${noun} (soft: its status becomes deleted${api.deleted === 'no_content' ? '; GET still reads it' : ''})`,
         permission: 'write',
+        // Nothing to say: a field (Flexprice's end_date, effective_date: a deletion later) is refused, not ignored.
+        body: { type: 'object', additionalProperties: false, properties: {} },
         ...(api.deleted === 'no_content'
           ? {
               status: 204,

@@ -30,19 +30,36 @@ const filterProperties = (spec: FilterSpec): Record<string, JsonSchema> =>
 /** Query string of GET /v1/<r>: paging, sorting, status, metadata[key]=value and the resource's filters. */
 export const listQuery = (sortable: readonly string[], spec: FilterSpec): JsonSchema => listQuerySchema(sortable, filterProperties(spec))
 
-/** Body of POST /v1/<r>/search: the same as the list query, with metadata as an object. */
+/**
+ * Body of POST /v1/<r>/search: the same as the list query, with metadata as an object. Flexprice's clients
+ * may send sort as [{field, direction}] (one condition) and expand (accepted; views embed what they embed).
+ */
 export function searchBody(sortable: readonly string[], spec: FilterSpec): JsonSchema {
   const query = listQuerySchema(sortable) as { properties: Record<string, JsonSchema> }
+  const condition: JsonSchema = {
+    type: 'object',
+    required: ['field'],
+    additionalProperties: false,
+    properties: { field: { type: 'string', enum: [...sortable] }, direction: { type: 'string', enum: ['asc', 'desc'] } },
+  }
+  const sort: JsonSchema = { anyOf: [query.properties.sort, { type: 'array', minItems: 1, maxItems: 1, items: condition }], default: sortable[0] }
   return {
     type: 'object',
     additionalProperties: false,
-    properties: { ...query.properties, metadata: metadataSchema, ...filterProperties(spec) },
+    properties: { ...query.properties, sort, expand: { type: 'string', maxLength: 500 }, metadata: metadataSchema, ...filterProperties(spec) },
   }
+}
+
+/** Flexprice's [{field, direction}] sort as sort and order. */
+function sortOf(body: Record<string, unknown>): Record<string, unknown> {
+  if (!Array.isArray(body.sort)) return body
+  const [{ field, direction }] = body.sort as { field: string; direction?: string }[]
+  return { ...body, sort: field, order: direction ?? body.order }
 }
 
 export const fromListQuery = (query: Record<string, unknown>): ListRequest => ({ params: listParams(query), filters: query })
 
-export const fromSearchBody = (body: Record<string, unknown>): ListRequest => ({
-  params: { ...listParams(body), metadata: (body.metadata as Record<string, string> | undefined) ?? {} },
-  filters: body,
-})
+export const fromSearchBody = (given: Record<string, unknown>): ListRequest => {
+  const body = sortOf(given)
+  return { params: { ...listParams(body), metadata: (body.metadata as Record<string, string> | undefined) ?? {} }, filters: body }
+}

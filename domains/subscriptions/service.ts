@@ -283,6 +283,9 @@ export async function createSubscription(deps: Deps, actor: Actor, input: Create
   const addons: { addon: OfferingRow; quantity: number; prices: PriceRow[] }[] = []
   for (const [i, a] of (input.addons ?? []).entries()) {
     const addon = await referenced(`addons[${i}].addon_id`, requireOffering(deps.sql, actor, 'ADDON', a.addon_id))
+    if (addon.type === 'onetime' && ((a.quantity ?? 1) !== 1 || addons.some((x) => x.addon.id === addon.id))) {
+      throw validationError(`addons[${i}]`, `addon ${addon.id} is onetime: once per subscription, quantity 1`)
+    }
     addons.push({ addon, quantity: a.quantity ?? 1, prices: await pricesFor(deps.sql, actor, { id: addon.id, name: addon.name, noun: 'addon' }, input, `addons[${i}].addon_id`) })
   }
 

@@ -177,13 +177,19 @@ export const invoiceRoutes: Route[] = [
     permission: 'write',
     handler: async ({ deps, actor, params }) => toWire(await service.voidInvoice(deps, actor, params.id)),
   }),
-  defineRoute({
+  defineRoute<Record<string, never>, { finalize?: boolean }>({
     method: 'POST',
     path: '/v1/invoices/{id}/recalculate',
     tag: 'Invoices',
-    summary: 'Compute a subscription draft again, or make the replacement of a voided subscription invoice',
+    summary: 'Compute a subscription draft again, or make the replacement of a voided subscription invoice; finalize=true finalizes the result',
     permission: 'write',
-    handler: async ({ deps, actor, params }) => toWire(await service.recalculateInvoice(deps, actor, params.id)),
+    query: { type: 'object', additionalProperties: false, properties: { finalize: { type: 'boolean', default: false } } },
+    handler: async ({ deps, actor, params, query }) => {
+      const draft = await service.recalculateInvoice(deps, actor, params.id)
+      if (!query.finalize) return toWire(draft)
+      await finalize.finalizeInvoice(deps, actor, draft.id)
+      return toWire(await read.getInvoice(deps, actor, draft.id))
+    },
   }),
   defineRoute<payments.PaymentInput>({
     method: 'PUT',

@@ -11,6 +11,8 @@ import { cancelSubscription, type CancelInput } from '../../domains/invoicing/ch
 import { customerEntitlements, type EntitlementQuery } from '../../domains/subscriptions/entitlements.ts'
 import { executeModification, previewModification, type ModifyInput } from '../../domains/invoicing/changes/modify.ts'
 import * as phases from '../../domains/subscriptions/phases.ts'
+import * as lines from '../../domains/invoicing/changes/lines.ts'
+import { subscriptionUsage } from '../../domains/invoicing/invoices/subscription-invoices.ts'
 import * as activation from '../../domains/subscriptions/activation.ts'
 import * as read from '../../domains/subscriptions/read.ts'
 import * as service from '../../domains/subscriptions/service.ts'
@@ -214,6 +216,79 @@ export const subscriptionRoutes: Route[] = [
       list: read.listSubscriptions,
       update: updateOrCancel,
     },
+  }),
+  defineRoute<{ subscription_id: string; start_time?: string; end_time?: string; lifetime_usage?: boolean }>({
+    method: 'POST',
+    path: '/v1/subscriptions/usage',
+    tag: 'Subscriptions',
+    summary: "A subscription's usage charges in the current period so far, per meter, as its next invoice will price them",
+    permission: 'read',
+    body: {
+      type: 'object',
+      required: ['subscription_id'],
+      additionalProperties: false,
+      properties: { subscription_id: id, start_time: dateTime, end_time: dateTime, lifetime_usage: { type: 'boolean' } },
+    },
+    handler: async ({ deps, actor, body }) => {
+      const other = (['start_time', 'end_time'] as const).find((f) => body[f] !== undefined) ?? (body.lifetime_usage ? 'lifetime_usage' : undefined)
+      if (other) throw validationError(other, "only the current period's usage is read; use POST /v1/events/usage/meter for other ranges")
+      return toWire(await subscriptionUsage(deps, actor, body))
+    },
+  }),
+  defineRoute<lines.AddAddonInput>({
+    method: 'POST',
+    path: '/v1/subscriptions/addon',
+    tag: 'Subscriptions',
+    summary: "Add an addon to a live subscription from now or start_date in the current period; its prices' part of the period is settled as the subscription prorates",
+    permission: 'write',
+    body: {
+      type: 'object',
+      required: ['subscription_id', 'addon_id'],
+      additionalProperties: false,
+      properties: { subscription_id: id, addon_id: id, start_date: dateTime, quantity: { type: 'integer', minimum: 1 }, metadata: metadataSchema },
+    },
+    handler: async ({ deps, actor, body }) => toWire(await lines.addAddon(deps, actor, body)),
+  }),
+  defineRoute<{ addon_association_id: string; reason?: string }>({
+    method: 'DELETE',
+    path: '/v1/subscriptions/addon',
+    tag: 'Subscriptions',
+    summary: 'End an addon association now, with its line items (the body names it)',
+    permission: 'write',
+    body: { type: 'object', required: ['addon_association_id'], additionalProperties: false, properties: { addon_association_id: id, reason: { type: 'string', maxLength: 1000 } } },
+    handler: ({ deps, actor, body }) => lines.removeAddon(deps, actor, body),
+  }),
+  defineRoute<lines.AddLineInput & { quantity?: string | number }>({
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/lineitems',
+    tag: 'Subscriptions',
+    summary: "Add a line item from a published price of the subscription's currency and period, from now or start_date in the current period",
+    permission: 'write',
+    body: {
+      type: 'object',
+      required: ['price_id'],
+      additionalProperties: false,
+      properties: {
+        price_id: id,
+        quantity: { anyOf: [decimalString, { type: 'number', minimum: 0 }] },
+        start_date: dateTime,
+        end_date: dateTime,
+        display_name: { type: 'string', minLength: 1, maxLength: 255 },
+        metadata: metadataSchema,
+      },
+    },
+    status: 201,
+    handler: async ({ deps, actor, params, body }) =>
+      toWire(await lines.addLineItem(deps, actor, params.id, { ...body, quantity: body.quantity === undefined ? undefined : String(body.quantity) })),
+  }),
+  defineRoute<{ effective_from?: string }>({
+    method: 'DELETE',
+    path: '/v1/subscriptions/lineitems/{id}',
+    tag: 'Subscriptions',
+    summary: 'End a line item now or at effective_from later in the current period (one not started yet is removed)',
+    permission: 'write',
+    body: { type: 'object', additionalProperties: false, properties: { effective_from: dateTime } },
+    handler: async ({ deps, actor, params, body }) => toWire(await lines.endLineItem(deps, actor, params.id, body)),
   }),
   defineRoute<Record<string, never>, { feature_ids?: string[] }>({
     method: 'GET',

@@ -7,6 +7,7 @@ import { validationError } from '../../core/errors.ts'
 import { ongoingBalanceOf } from '../../domains/credits/wallets/realtime.ts'
 import * as service from '../../domains/credits/wallets/service.ts'
 import { examplePayload } from '../../domains/credits/wallets/webhook-example.ts'
+import { payInvoiceFromWallet } from '../../domains/credits/wallets/invoices.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
 const TAG = 'Wallets'
@@ -210,6 +211,14 @@ export const walletRoutes: Route[] = [
     summary: 'The ongoing balance: balance − current-period unbilled usage charges − unpaid invoices',
     permission: 'read',
     handler: async ({ deps, actor, params }) => toWire(await ongoingBalanceOf(deps, actor, params.id)),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/invoices/{id}/payment/attempt',
+    tag: TAG,
+    summary: "Pay what a finalized invoice owes from the customer's prepaid wallet, as far as its credits reach (a payment: PENDING if partial, SUCCEEDED if whole)",
+    permission: 'write',
+    handler: ({ deps, actor, params }) => payInvoiceFromWallet(deps, actor, params.id),
   }),
   defineRoute({
     method: 'POST',

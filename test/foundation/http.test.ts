@@ -8,7 +8,15 @@ beforeAll(async () => {
 })
 afterAll(() => h?.stop())
 
-const errorShape = (status: number, code: string) => ({ code, http_status_code: status, message: expect.any(String), details: expect.any(Object) })
+// The spec's fields, and Flexprice's beside them (its SDK reads error.message).
+const errorShape = (status: number, code: string) => ({
+  code,
+  http_status_code: status,
+  message: expect.any(String),
+  details: expect.any(Object),
+  success: false,
+  error: { message: expect.any(String), internal_error: expect.stringContaining(code) },
+})
 
 async function keyCount(): Promise<number> {
   return (await h.http('GET', '/v1/secrets/api/keys')).body.pagination.total

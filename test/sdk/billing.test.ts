@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import type { Flexprice } from '@flexprice/sdk'
 import { twoTenants } from '../catalog.ts'
 import { failure, sdk } from './client.ts'
+import { runNamedJob } from '../wallets.ts'
 
 const t = twoTenants()
 let fp: Flexprice
@@ -47,6 +48,21 @@ describe('invoices and payments', () => {
 
     const paid = await fp.invoices.updateInvoicePaymentStatus(inv.id!, { paymentStatus: 'SUCCEEDED' })
     expect(paid).toMatchObject({ paymentStatus: 'SUCCEEDED', amountRemaining: '0' })
+  })
+
+  it("recalculates a subscription's draft invoice and finalizes it (finalize=true)", async () => {
+    const plan = await fp.plans.createPlan({ name: 'Monthly 10' })
+    await fp.prices.createPrice({ entityType: 'PLAN', entityId: plan.id!, currency: 'USD', type: 'FIXED', billingModel: 'FLAT_FEE', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY', invoiceCadence: 'ADVANCE', priceUnitType: 'FIAT', amount: '10' })
+    const sub = await fp.subscriptions.createSubscription({ customerId, planId: plan.id!, currency: 'USD', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY' })
+    // Subscription invoices come from the worker's billing run (every 5 minutes in production, not a client call): run it now.
+    await runNamedJob(t.h, 'billing-run')
+    const [draft] = (await fp.invoices.queryInvoice({ subscriptionId: sub.id })).items!
+    expect(draft).toMatchObject({ invoiceStatus: 'DRAFT', billingReason: 'SUBSCRIPTION_CREATE', total: '10' })
+    const again = await fp.invoices.recalculateInvoice(draft.id!)
+    expect(again).toMatchObject({ id: draft.id, invoiceStatus: 'DRAFT', total: '10' })
+    const final = await fp.invoices.recalculateInvoice(draft.id!, true)
+    expect(final).toMatchObject({ id: draft.id, invoiceStatus: 'FINALIZED' })
+    await fp.subscriptions.cancelSubscription(sub.id!, { cancellationType: 'immediate' })
   })
 
   it('voids a draft', async () => {
@@ -117,11 +133,15 @@ describe('credit grants and wallets', () => {
     expect((await fp.creditGrants.getCreditGrant(g.id!)).id).toBe(g.id)
     expect((await fp.creditGrants.getPlanCreditGrants(plan.id!)).items?.map((x) => x.id)).toEqual([g.id])
     expect(await fp.creditGrants.updateCreditGrant(g.id!, { name: 'Welcome credits' })).toMatchObject({ name: 'Welcome credits' })
+    // A later end is not offered: refused, not ignored.
+    expect((await failure(fp.creditGrants.deleteCreditGrant(g.id!, { effectiveDate: new Date(Date.now() + 86400e3).toISOString() }))).statusCode).toBe(400)
     await fp.creditGrants.deleteCreditGrant(g.id!)
     expect((await fp.creditGrants.getCreditGrant(g.id!)).status).toBe('deleted')
   })
 
-  it("creates a wallet (200, as Flexprice documents), tops it up, reads balances and the ledger, finds it by customer, terminates it", async () => {
+  it('creates a wallet (200, as Flexprice documents), tops it up, reads balances and the ledger, finds it by customer, pays an invoice from it, terminates it', async () => {
+    const owed = await fp.invoices.createInvoice(oneOff('130.00'))
+    await fp.invoices.finalizeInvoice(owed.id!)
     const w = await fp.wallets.createWallet({ customerId, currency: "USD", initialCreditsToLoad: "25" })
     expect(w).toMatchObject({ customerId, currency: 'USD', walletStatus: 'active', creditBalance: '25' })
     expect((await fp.wallets.getWallet(w.id!)).id).toBe(w.id)
@@ -142,6 +162,10 @@ describe('credit grants and wallets', () => {
     expect((await fp.wallets.getCustomerWallets({ lookupKey: 'sdk-bill-1' })).map((x) => x.id)).toEqual([w.id])
     expect((await fp.wallets.getCustomerWallets({ id: customerId })).map((x) => x.id)).toEqual([w.id])
     expect((await fp.wallets.queryWallet({ walletIds: [w.id!] })).items?.map((x) => x.id)).toEqual([w.id])
+
+    // The invoice finalized before the wallet had credits is paid from it now: 100 credits of 1 USD pay 100 of 130.
+    expect((await fp.invoices.attemptInvoicePayment(owed.id!)).message).toMatch(/100\.00/)
+    expect(await fp.invoices.getInvoice(owed.id!)).toMatchObject({ amountPaid: '100', amountRemaining: '30', paymentStatus: 'PENDING' })
 
     const closed = await fp.wallets.terminateWallet(w.id!)
     expect(closed.walletStatus).toBe('closed')

@@ -31,9 +31,23 @@ describe('customers', () => {
     expect((await fp().customers.getCustomerUpcomingGrants(c.id!)).items).toEqual([])
   })
 
+  it("searches with Flexprice's sort conditions", async () => {
+    for (const externalId of ['sdk-sort-b', 'sdk-sort-a']) await fp().customers.createCustomer({ externalId })
+    const sorted = async (direction: 'asc' | 'desc') =>
+      (await fp().customers.queryCustomer({ externalIds: ['sdk-sort-a', 'sdk-sort-b'], sort: [{ field: 'external_id', direction }], expand: 'subscriptions' })).items?.map((c) => c.externalId)
+    expect(await sorted('asc')).toEqual(['sdk-sort-a', 'sdk-sort-b'])
+    expect(await sorted('desc')).toEqual(['sdk-sort-b', 'sdk-sort-a'])
+  })
+
   it('answers a missing customer with an error the SDK can read', async () => {
     const err = await failure(fp().customers.updateCustomer({ name: 'x' }, 'cus_missing'))
     expect(err.statusCode).toBe(404)
+    // A 400 is the SDK's typed error: its message is ours, read from error.message.
+    const invalid = await failure(fp().customers.createCustomer({ externalId: 'sdk-bad-email', email: 'not-an-email' }))
+    expect(invalid.name).toBe('ErrorsErrorsErrorResponse')
+    expect(invalid.message).toMatch(/email/)
+    expect(invalid.error).toMatchObject({ message: invalid.message, internalError: expect.stringContaining('validation_error') })
+    expect(JSON.parse(invalid.body)).toMatchObject({ code: 'validation_error', http_status_code: 400, details: { email: expect.any(String) }, success: false })
   })
 })
 
@@ -115,6 +129,7 @@ describe('plans, prices and addons', () => {
     expect(copy.prices?.map((p) => [p.amount, p.lookupKey ?? null]).sort()).toEqual([['100', null], ['49', null]])
     expect(copy.creditGrants?.map((g) => [g.name, g.credits])).toEqual([['Monthly', '10']])
 
+    expect((await failure(fp().prices.deletePrice(bulk.items![0].id!, { endDate: new Date(Date.now() + 86400e3).toISOString() }))).statusCode).toBe(400)
     await fp().prices.deletePrice(bulk.items![0].id!, {})
     await fp().plans.deletePlan(plan.id!)
     expect((await fp().plans.getPlan(plan.id!)).status).toBe('deleted')

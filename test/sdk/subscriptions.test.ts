@@ -3,7 +3,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { Flexprice } from '@flexprice/sdk'
 import { twoTenants } from '../catalog.ts'
-import { sdk } from './client.ts'
+import { failure, sdk } from './client.ts'
 
 // Direct intake (no broker) and an immediate meter backfill: events are readable as soon as they are accepted.
 const t = twoTenants({ env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' } })
@@ -29,7 +29,7 @@ beforeAll(async () => {
       { ...common, type: 'USAGE', billingModel: 'FLAT_FEE', invoiceCadence: 'ARREAR', amount: '0.001', meterId: feature.meterId },
     ],
   })
-  await fp.entitlements.createEntitlement({ featureId: feature.id!, featureType: 'metered', planId: plan.id, usageLimit: 1_000_000, usageResetPeriod: 'MONTHLY' })
+  await fp.entitlements.createEntitlement({ featureId: feature.id!, featureType: 'metered', planId: plan.id, usageLimit: 1500, isSoftLimit: true, usageResetPeriod: 'MONTHLY' })
   const addon = await fp.addons.createAddon({ name: 'Support', lookupKey: 'support', type: 'onetime' })
   await fp.prices.createPrice({ ...common, entityType: 'ADDON', entityId: addon.id!, type: 'FIXED', billingModel: 'FLAT_FEE', invoiceCadence: 'ADVANCE', amount: '5' })
   Object.assign(catalog, { customerId: customer.id, planId: plan.id, addonId: addon.id, featureId: feature.id, meterId: feature.meterId })
@@ -58,7 +58,7 @@ describe('subscriptions', () => {
     const ents = await fp.subscriptions.getSubscriptionEntitlements(sub.id!)
     expect(ents).toMatchObject({ subscriptionId: sub.id, planId: catalog.planId })
     expect(ents.features?.map((f) => f.feature?.id)).toEqual([catalog.featureId])
-    expect(ents.features?.[0].entitlement).toMatchObject({ isEnabled: true, usageLimit: 1_000_000 })
+    expect(ents.features?.[0].entitlement).toMatchObject({ isEnabled: true, usageLimit: 1500 })
     expect((await fp.customers.getCustomerEntitlements(catalog.customerId)).features?.map((f) => f.feature?.id)).toEqual([catalog.featureId])
 
     const addons = await fp.subscriptions.getSubscriptionAddonAssociations(sub.id!)
@@ -88,6 +88,42 @@ describe('subscriptions', () => {
     const cancelled = await fp.subscriptions.cancelSubscription(draft.id!, { cancellationType: 'immediate', reason: 'testing' })
     expect(cancelled).toMatchObject({ subscriptionId: draft.id, cancellationType: 'immediate', status: 'cancelled' })
     expect((await fp.subscriptions.getSubscription(draft.id!)).subscriptionStatus).toBe('cancelled')
+  })
+})
+
+describe('addons and line items on a live subscription', () => {
+  it('adds an addon (prorated), refuses a onetime addon twice, removes it; adds a line item and ends it', async () => {
+    const customer = await fp.customers.createCustomer({ externalId: 'sdk-sub-2' })
+    const sub = await fp.subscriptions.createSubscription({
+      customerId: customer.id,
+      planId: catalog.planId,
+      currency: 'USD',
+      billingCadence: 'RECURRING',
+      billingPeriod: 'MONTHLY',
+      prorationBehavior: 'create_prorations',
+    })
+    const added = await fp.subscriptions.addSubscriptionAddon({ subscriptionId: sub.id!, addonId: catalog.addonId, metadata: { by: 'sdk' } })
+    expect(added).toMatchObject({ addonId: catalog.addonId, addon: { lookupKey: 'support' } })
+    const twice = await failure(fp.subscriptions.addSubscriptionAddon({ subscriptionId: sub.id!, addonId: catalog.addonId }))
+    expect(twice.statusCode).toBe(400)
+    const withAddon = await fp.subscriptions.getSubscription(sub.id!)
+    expect(withAddon.lineItems?.filter((l) => l.entityType === 'addon').map((l) => l.entityId)).toEqual([catalog.addonId])
+    // Added a moment after the period began, with create_prorations: the rest of the period is billed next.
+    const lines = async () => (await fp.invoices.getInvoicePreview({ subscriptionId: sub.id! })).lineItems!.map((l) => [l.displayName, l.amount])
+    expect(await lines()).toContainEqual([expect.stringMatching(/^Remaining time on Support/), '5'])
+
+    await fp.subscriptions.removeSubscriptionAddon({ addonAssociationId: added.id!, reason: 'not needed' })
+    const [ended] = await fp.subscriptions.getSubscriptionAddonAssociations(sub.id!)
+    expect(ended.endDate).toBeTruthy()
+    // Removed a moment later: what it ran for rounds to nothing, and the next period no longer bills it.
+    expect(await lines()).not.toContainEqual(['Support', '5'])
+
+    const seats = await fp.prices.createPrice({ entityType: 'PLAN', entityId: catalog.planId, currency: 'USD', type: 'FIXED', billingModel: 'FLAT_FEE', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY', invoiceCadence: 'ADVANCE', priceUnitType: 'FIAT', amount: '3', displayName: 'Seat' })
+    const line = await fp.subscriptions.createSubscriptionLineItem(sub.id!, { priceId: seats.id, quantity: 2, displayName: 'Extra seats' })
+    expect(line).toMatchObject({ subscriptionId: sub.id, priceId: seats.id, quantity: '2', displayName: 'Extra seats' })
+    expect((await fp.subscriptions.getSubscriptionV2(sub.id!)).id).toBe(sub.id)
+    const gone = await fp.subscriptions.deleteSubscriptionLineItem(line.id!, {})
+    expect(gone.id).toBe(line.id)
   })
 })
 
@@ -126,9 +162,13 @@ describe('events and usage', () => {
     expect(byMeter).toMatchObject({ eventName: 'llm.tokens', type: 'SUM', value: 2000 })
     const byName = await fp.events.getUsageStatistics({ eventName: 'llm.tokens', aggregationType: 'COUNT', externalCustomerId: 'sdk-sub-1', ...range })
     expect(byName).toMatchObject({ type: 'COUNT', value: 3 })
+    const sub = (await fp.subscriptions.querySubscription({ customerId: catalog.customerId, subscriptionStatus: ['active'] })).items![0]
+    const charges = await fp.subscriptions.getSubscriptionUsage({ subscriptionId: sub.id! }, retrying)
+    // The plan's entitlement includes 1500 tokens (a soft limit: more is allowed and billed): 500 are charged at 0.001.
+    expect(charges).toMatchObject({ currency: 'USD', amount: 0.5, charges: [{ meterId: catalog.meterId, quantity: 2000, amount: 0.5 }] })
     const summary = await fp.customers.getCustomerUsageSummary({ customerLookupKey: 'sdk-sub-1' }, retrying)
     expect(summary.customerId).toBe(catalog.customerId)
-    expect(summary.features?.map((f) => [f.feature?.id, f.currentUsage, f.totalLimit, f.usagePercent])).toEqual([[catalog.featureId, '2000', 1_000_000, '0.2']])
+    expect(summary.features?.map((f) => [f.feature?.id, f.currentUsage, f.totalLimit, f.usagePercent])).toEqual([[catalog.featureId, '2000', 1500, '133.33']])
     const grouped = await fp.events.getUsageStatistics({ eventName: 'llm.tokens', aggregationType: 'SUM', propertyName: 'tokens', externalCustomerId: 'sdk-sub-1', windowSize: 'DAY', ...range })
     expect(grouped.value).toBe(2000)
     expect(grouped.results?.length).toBeGreaterThan(0)

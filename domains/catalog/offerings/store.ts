@@ -22,4 +22,6 @@ export interface OfferingRow extends RecordRow {
   description: string | null
   /** Plans only. */
   display_order?: number
+  /** Addons only: onetime or multiple_instance. */
+  type?: 'onetime' | 'multiple_instance'
 }

@@ -4,13 +4,17 @@
 // pending until the invoice is paid.
 import { creditsToCurrency } from '../../../core/credits/ledger.ts'
 import type { PriceType } from '../../../core/billing/invoice.ts'
-import { D, type Decimal } from '../../../core/money.ts'
-import type { Scope } from '../../../core/scope.ts'
+import { invalidOperation } from '../../../core/errors.ts'
+import { D, formatMoney, minorUnits, roundMoney, type Decimal } from '../../../core/money.ts'
+import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import type { Audit } from '../../../infra/records.ts'
 import { appendCredit, appendDebit, balanceAt } from './ledger.ts'
 import type { InvoiceRef } from '../../invoicing/invoices/prepaid.ts'
+import { recordPayment } from '../../invoicing/invoices/payments.ts'
+import { lockInvoice } from '../../invoicing/invoices/read.ts'
+import { auditOf, transaction } from '../../records/service.ts'
 import * as store from './store.ts'
 import { settle } from './watch.ts'
 
@@ -98,4 +102,27 @@ export async function walletPurchasePaid(deps: Deps, tx: Tx, scope: Scope, invoi
     await store.settlePending(tx, purchase.id, 'completed', audit.at)
     await settle(deps, tx, scope, audit, wallet)
   }
+}
+
+/**
+ * POST /v1/invoices/{id}/payment/attempt (Flexprice's attemptInvoicePayment): pays what a finalized
+ * invoice still owes from the customer's PRE_PAID wallet, as far as its credits reach — one INVOICE_PAYMENT
+ * debit and one payment on the invoice (PENDING when partial, SUCCEEDED when whole), in one transaction.
+ * Only a wallet whose credits pay every price type pays this way: which lines the rest is owed on is not kept.
+ */
+export async function payInvoiceFromWallet(deps: Deps, actor: Actor, invoiceId: string): Promise<{ message: string; amount_paid: string }> {
+  const audit = auditOf(deps, actor)
+  return transaction(deps, async (tx) => {
+    const invoice = await lockInvoice(tx, actor, invoiceId)
+    if (invoice.invoice_status !== 'FINALIZED') throw invalidOperation(`invoice ${invoiceId} is ${invoice.invoice_status}: only a finalized invoice is paid`, { invoice_status: invoice.invoice_status })
+    if (!invoice.amount_remaining.gt(0)) throw invalidOperation(`invoice ${invoiceId} owes nothing`, { amount_remaining: invoice.amount_remaining.toFixed() })
+    const credits = await walletCreditsFor(deps, tx, actor, invoice)
+    if (!credits) throw invalidOperation(`customer ${invoice.customer_id} has no ${invoice.currency} prepaid wallet with credits`, { currency: invoice.currency })
+    if (!credits.allowed_price_types.includes('ALL')) throw invalidOperation('the wallet pays only some price types; it pays invoices at their finalization', { allowed_price_types: credits.allowed_price_types })
+    const amount = D.min(roundMoney(credits.available.toDecimalPlaces(minorUnits(invoice.currency), D.ROUND_DOWN), invoice.currency), invoice.amount_remaining)
+    if (!amount.gt(0)) throw invalidOperation(`the wallet's credits are worth less than the smallest ${invoice.currency} amount`)
+    await applyWalletCredits(deps, tx, actor, invoice, amount)
+    const paid = await recordPayment(deps, tx, actor, audit, invoiceId, { payment_status: amount.eq(invoice.amount_remaining) ? 'SUCCEEDED' : 'PENDING', amount: amount.toFixed() })
+    return { message: `${formatMoney(amount, invoice.currency)} paid from the wallet; ${formatMoney(paid.amount_remaining, invoice.currency)} remains`, amount_paid: amount.toFixed() }
+  })
 }

@@ -2,7 +2,7 @@
 // grace period is over), or previewed without writing anything.
 import { formatNumber, numberScope } from '../../../core/billing/numbering.ts'
 import { invalidOperation } from '../../../core/errors.ts'
-import { D } from '../../../core/money.ts'
+import { D, formatMoney, sumMoney } from '../../../core/money.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
@@ -96,6 +96,36 @@ export async function previewInvoice(deps: Deps, actor: Actor, input: { subscrip
   if (!point) throw invalidOperation(`subscription ${sub.id} has nothing left to bill`)
   const spec = await pointSpec(deps, actor, await loadContext(deps, actor, sub), point, { usageEnd: now })
   return previewOf(deps.sql, actor, { header: subscriptionHeader(sub, point, deps.config.invoicing.graceMs), assembled: assemble(spec), subscription: sub }, now)
+}
+
+/**
+ * POST /v1/subscriptions/usage (Flexprice's getSubscriptionUsage): the usage lines of the upcoming invoice,
+ * so far — each meter's quantity and charge in the current period, priced as the billing run will price it.
+ */
+export async function subscriptionUsage(deps: Deps, actor: Actor, input: { subscription_id: string }) {
+  const preview = await previewInvoice(deps, actor, input)
+  const sub = preview.subscription
+  const usage = preview.line_items.filter((l) => l.price_type === 'USAGE')
+  const amount = sumMoney(usage.map((l) => l.amount))
+  return {
+    subscription_id: sub.id,
+    start_time: sub.current_period_start,
+    end_time: sub.current_period_end,
+    currency: sub.currency,
+    amount,
+    display_amount: formatMoney(amount, sub.currency),
+    charges: usage.map((l) => ({
+      meter_id: l.meter_id,
+      meter_display_name: l.meter_display_name ?? l.display_name,
+      price_id: l.price_id,
+      quantity: l.quantity,
+      amount: l.amount,
+      display_amount: formatMoney(l.amount, sub.currency),
+      currency: sub.currency,
+      period_start: l.period_start,
+      period_end: l.period_end,
+    })),
+  }
 }
 
 /** A subscription invoice as it would be stored, with its customer and subscription, written nowhere. */
