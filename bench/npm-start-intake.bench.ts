@@ -22,7 +22,10 @@ async function npmStart(dataDir: string) {
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`npm start exited with ${code}`))))
   const lineOf = (input: NodeJS.ReadableStream, pattern: RegExp) =>
     Promise.race([exited, new Promise<string>((resolve) => createInterface({ input }).on('line', (line) => pattern.exec(line) && resolve(pattern.exec(line)![1])))])
-  const [key, port] = await Promise.all([lineOf(child.stdout!, /^(mb_\S+)/), lineOf(child.stderr!, /listening on http:\/\/127\.0\.0\.1:(\d+)/).then(Number)])
+  const [key, port] = await Promise.all([lineOf(child.stdout!, /^(mb_\S+)/), lineOf(child.stderr!, /listening on http:\/\/127\.0\.0\.1:(\d+)/).then(Number)]).catch((err: unknown) => {
+    process.kill(-child.pid!, 'SIGTERM')
+    throw err
+  })
   return { port, key, child }
 }
 
