@@ -66,11 +66,11 @@ export const usageRoutes: Route[] = [
     permission: 'read',
     query: {
       type: 'object',
-      required: ['start_time', 'end_time'],
       additionalProperties: false,
+      // Both required, checked once the customer is found: another environment's customer is a 404 whatever the query.
       properties: {
-        start_time: { type: 'string', format: 'date-time' },
-        end_time: { type: 'string', format: 'date-time', description: 'exclusive' },
+        start_time: { type: 'string', format: 'date-time', description: 'required' },
+        end_time: { type: 'string', format: 'date-time', description: 'required; exclusive' },
         meter_ids: { type: 'array', minItems: 1, maxItems: 100, items: { type: 'string', minLength: 1 }, description: 'only these meters (default: every meter of an event name the customer sent, and every meter billed)' },
       },
     },

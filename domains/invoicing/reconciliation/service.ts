@@ -12,8 +12,8 @@ import { usageBreakdown, type AnalyticsMeter } from '../../usage/analytics/store
 import { billedLines, type BilledLineRow } from './store.ts'
 
 export interface ReconciliationQuery {
-  start_time: string
-  end_time: string
+  start_time?: string
+  end_time?: string
   meter_ids?: string[]
 }
 
@@ -36,10 +36,11 @@ async function metersOf(deps: Deps, scope: Scope, q: ReconciliationQuery, eventN
 }
 
 export async function usageReconciliation(deps: Deps, scope: Scope, customerId: string, q: ReconciliationQuery) {
-  const start = new Date(q.start_time)
-  const end = new Date(q.end_time)
-  if (end <= start) throw validationError('end_time', 'must be after start_time')
   const customer = await requireCustomer(deps, scope, customerId)
+  for (const field of ['start_time', 'end_time'] as const) if (q[field] === undefined) throw validationError(field, 'is required')
+  const start = new Date(q.start_time!)
+  const end = new Date(q.end_time!)
+  if (end <= start) throw validationError('end_time', 'must be after start_time')
   const range = { scope, externalCustomerId: customer.external_id, start, end }
   const [outcomes, lines] = await Promise.all([eventOutcomes(deps.ch, range), billedLines(deps.sql, scope, customer.id, start, end)])
   const meters = await metersOf(deps, scope, q, [...outcomes.keys()], lines)
