@@ -7,6 +7,7 @@ import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import { send } from '../../../test/usage-helpers.ts'
+import { csvCell } from '../../../core/csv.ts'
 
 let h: Harness
 
@@ -56,6 +57,18 @@ describe('raw-events export', () => {
     // The JSON text is data: a cell starting with `{` needs no neutralizing; received_at is the intake's instant.
     expect(rows[2][7]).toBe('{"formula":"=1+2"}')
     expect(Number.isNaN(Date.parse(rows[0][2]))).toBe(false)
+  })
+
+  it('neutralizes text cells a spreadsheet would run as formulas, as core/csv.ts does', async () => {
+    const nasty = { event_id: '-5', event_name: '@sum', external_customer_id: '=HYPERLINK("http://x")', source: '+1', timestamp: '2024-03-01T00:00:00Z', properties: { a: '=1' } }
+    expect((await h.http('POST', '/v1/events', { body: nasty })).status).toBe(202)
+    const { res, rows } = await exported({ ...RANGE, external_customer_id: nasty.external_customer_id })
+    const cells = [nasty.event_id, nasty.external_customer_id, nasty.event_name, nasty.source]
+    expect([rows[0][0], rows[0][3], rows[0][5], rows[0][6]]).toEqual(cells.map((c) => (parse(csvCell(c)) as string[][])[0][0]))
+    expect([rows[0][0], rows[0][3], rows[0][5], rows[0][6]]).toEqual(["'-5", '\'=HYPERLINK("http://x")', "'@sum", "'+1"])
+    // RFC 4180 on the wire: CRLF after each record, quotes doubled.
+    expect(res.body as string).toContain('"\'=HYPERLINK(""http://x"")"')
+    expect((res.body as string).endsWith('\r\n')).toBe(true)
   })
 
   it('filters by customers, event names and sources; GET takes the same filters as query parameters', async () => {
