@@ -65,7 +65,7 @@ describe('usageLineCost: what the invoice line bills', () => {
     ['rounded once: 0.015 × 3 = 0.045 → 0.05', usd(flat('0.015')), '3', '0.05'],
     ['min_quantity 100 at 0.10, quantity 10', usd(flat('0.10', { min_quantity: '100' })), '10', '10'],
     ['soft allowance of 100, 150 used', usd(flat('0.10'), { allowance: { usage_limit: 100, is_soft_limit: true } }), '150', '5'],
-    ['hard allowance of 100, 150 used: nothing billed', usd(flat('0.10'), { allowance: { usage_limit: 100, is_soft_limit: true } }), '150', '0'],
+    ['hard allowance of 100, 150 used: nothing billed', usd(flat('0.10'), { allowance: { usage_limit: 100 } }), '150', '0'],
     ['commitment 20, factor 1.5, charge 30: 20 + 10 × 1.5', usd(flat('0.10'), { commitment: { amount: '20.00', overage_factor: '1.5' } }), '300', '35'],
   ])('%s', (_label, pricing, quantity, amount) => expect(usageLineCost(new D(quantity), pricing).toFixed()).toBe(amount))
 })
