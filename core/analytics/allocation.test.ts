@@ -154,4 +154,12 @@ describe('periodCosts: the usage lines of one billing period priced together', (
     expect(text(r.amounts)).toEqual(['4'])
     expect(r.commitment).toBeNull()
   })
+
+  it('a line billed from the first instant takes its minimum in its first window', () => {
+    // min_quantity 100 at 0.05: 5.00 at once whatever the usage; 30 then 140 units: 5.00, then 7.00 − 5.00.
+    const price = flat('0.05', { min_quantity: '100' })
+    expect(periodCosts([ds('0', '30', '140')], { currency: 'USD', lines: [{ price }] }, [true]).costs.map(text)).toEqual([['5', '2']])
+    // Read from inside the period: the minimum was billed before the range.
+    expect(periodCosts([ds('0', '30', '140')], { currency: 'USD', lines: [{ price }] }).costs.map(text)).toEqual([['0', '2']])
+  })
 })

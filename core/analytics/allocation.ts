@@ -147,8 +147,10 @@ export interface PeriodCosts {
  * overage depends on what the lines before it used), and a window costs each line's amount at its end minus the
  * amount at its start. The windows of a line add up to its amount at the last instant minus the amount at instant 0
  * (the line's amount on the invoice when the read spans the whole period). The true-up line is no usage line: left out.
+ * A line billed from instant 0 on (`fresh[line]`: its charge starts there) had no amount before it, so a minimum
+ * (min_quantity) lands in its first window, as in incrementalCosts.
  */
-export function periodCosts(cumulative: readonly (readonly Decimal[])[], pricing: PeriodPricing): PeriodCosts {
+export function periodCosts(cumulative: readonly (readonly Decimal[])[], pricing: PeriodPricing, fresh: readonly boolean[] = []): PeriodCosts {
   const instants = cumulative[0]?.length ?? 0
   const at = (i: number) =>
     computeInvoice({
@@ -160,7 +162,7 @@ export function periodCosts(cumulative: readonly (readonly Decimal[])[], pricing
   const amounts = Array.from({ length: instants }, (_, i) => at(i))
   const costs = pricing.lines.map((_, k) =>
     amounts.slice(1).map((items, i) => {
-      const d = items[k].amount.minus(amounts[i][k].amount)
+      const d = items[k].amount.minus(i === 0 && fresh[k] ? 0 : amounts[i][k].amount)
       return d.isZero() ? new D(0) : d
     }),
   )
