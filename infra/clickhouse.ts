@@ -45,6 +45,8 @@ interface StreamQuery {
   query: string
   query_params?: Record<string, unknown>
   signal?: AbortSignal
+  /** Settings of this statement only (a long statement's max_query_size). */
+  settings?: Record<string, string>
 }
 
 interface RawInsert {
@@ -99,8 +101,8 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     }
     const withRows = <T>({ format, structure, text }: RowsText, use: (table: string) => Promise<T>): Promise<T> =>
       use(`format(${format}, ${sqlString(structure)}, ${sqlString(text)})`)
-    async function* streamRows<T>({ query, query_params, signal }: StreamQuery): AsyncGenerator<T> {
-      const rs = await client.query({ query, query_params, format: 'JSONEachRow', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1 } })
+    async function* streamRows<T>({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<T> {
+      const rs = await client.query({ query, query_params, format: 'JSONEachRow', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...settings } })
       try {
         for await (const rows of rs.stream<T>()) {
           for (const row of rows) {
@@ -165,12 +167,14 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     const parsed = parseError(err.message)
     return parsed instanceof ClickHouseError ? parsed : err
   }
-  async function* streamRows<T>({ query, query_params, signal }: StreamQuery): AsyncGenerator<T> {
+  async function* streamRows<T>({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<T> {
     signal?.throwIfAborted()
     const session = new Session(path)
     try {
       await session.queryAsync(`USE ${database}`)
       await session.queryAsync('SET output_format_json_quote_64bit_integers = 1')
+      // The session is this stream's own: its settings are the statement's.
+      for (const [name, value] of Object.entries(settings ?? {})) await session.queryAsync(`SET ${name} = ${sqlString(value)}`)
       const options = { format: 'JSONEachRow', signal }
       const stream = query_params && Object.keys(query_params).length > 0 ? session.queryStreamBind(query, query_params, options) : session.queryStream(query, options)
       for await (const chunk of stream) {

@@ -7,6 +7,8 @@
 //    tokens 600 (sdk, 5 April) + 900 (web, 15 April) + 300 (sdk, 25 April) = 1800 → 1000 × 0.002 + 800 × 0.001 = 2.80;
 //    23 images (sdk, 10 April) → 3 packages × 5.00 = 15.00.
 // B: 700 calls from sdk on 8 April → 70.00: 50.00 within the commitment, 20.00 × 2 = 40.00 over it → 90.00.
+import { request, type IncomingMessage } from 'node:http'
+import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { created, customer, plan, subscribed, usagePrice } from '../../test/catalog.ts'
@@ -55,7 +57,7 @@ beforeAll(async () => {
   })
   await created(h, '/v1/entitlements', { plan_id: full.id, feature_id: ids.calls, feature_type: 'metered', usage_limit: 100, is_soft_limit: true, usage_reset_period: 'MONTHLY' })
   const callsOnly = await plan(h, { prices: [usagePrice(ids.callsMeter, '0.10', { display_name: 'API calls' })] })
-  const a = await customer(h, { name: 'Acme, "the" company' })
+  const a = await customer(h, { name: 'Acme, "the" company', metadata: { tier: '=gold', region: 'eu' } })
   const b = await customer(h)
   ids.a = a.external_id
   ids.b = b.external_id
@@ -173,6 +175,80 @@ describe('a commitment, the whole environment and pages', () => {
   })
 })
 
+describe('the CSV export', () => {
+  const exported = async (body: Record<string, unknown>) => {
+    const res = await h.http('POST', '/v1/events/analytics/export', { body: { ...april, format: 'csv', ...body } })
+    expect(res.status, String(res.body)).toBe(200)
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8')
+    return parse(res.body as string) as string[][]
+  }
+
+  it('one row per customer, feature, source and day with events; costs add up to the lines; metadata columns', async () => {
+    const rows = await exported({ feature_ids: [ids.calls], group_by: ['source'], window_size: 'DAY', metadata_columns: ['tier', 'region'] })
+    expect(rows[0]).toEqual(['window_start', 'customer_id', 'external_customer_id', 'customer_name', 'meter_id', 'meter_name', 'feature_id', 'feature_name', 'source', 'event_count', 'usage', 'cost', 'currency', 'metadata.tier', 'metadata.region'])
+    const body = rows.slice(1).map((r) => [r[0], r[2], r[3], r[8], r[9], r[10], r[11], r[12], r[13], r[14]])
+    // A: 150 sdk calls on 3 April (50 above the 100 included: 5.00), 100 web on 12 April (10.00); B: 700 on 8 April (90.00).
+    // The name keeps its comma and quotes (RFC 4180); the metadata value `=gold` is neutralized against formulas.
+    expect(body).toEqual(
+      expect.arrayContaining([
+        ['2024-04-03T00:00:00.000Z', ids.a, 'Acme, "the" company', 'sdk', '150', '150', '5', 'USD', "'=gold", 'eu'],
+        ['2024-04-12T00:00:00.000Z', ids.a, 'Acme, "the" company', 'web', '100', '100', '10', 'USD', "'=gold", 'eu'],
+        ['2024-04-08T00:00:00.000Z', ids.b, expect.any(String), 'sdk', '700', '700', '90', 'USD', '', ''],
+      ]),
+    )
+    expect(body).toHaveLength(3)
+  })
+
+  it('property columns, and one customer only', async () => {
+    const rows = await exported({ external_customer_id: ids.a, feature_ids: [ids.tokens], group_by: ['properties.model'] })
+    expect(rows[0]).toContain('properties.model')
+    const at = rows[0].indexOf('properties.model')
+    // 2.80 over large 900 and small 900.
+    expect(rows.slice(1).map((r) => [r[at], r[at + 2], r[at + 3]]).sort()).toEqual([
+      ['large', '900', '1.4'],
+      ['small', '900', '1.4'],
+    ])
+  })
+
+  it('refuses bad input with the error body before any CSV', async () => {
+    const bad = await h.http('POST', '/v1/events/analytics/export', { body: { ...april, group_by: ['colour'] } })
+    expect(bad.status).toBe(400)
+    expect(bad.body.details).toHaveProperty('group_by')
+    const unknown = await h.http('POST', '/v1/events/analytics/export', { body: { ...april, feature_ids: ['feat_nope'] } })
+    expect(unknown.status).toBe(404)
+    expect(unknown.body.details).toEqual({ feature_ids: ['feat_nope'] })
+    expect((await h.http('POST', '/v1/events/analytics/export', { body: { ...april, format: 'xlsx' } })).status).toBe(400)
+  })
+
+  it('a client that leaves mid-export stops the query', async () => {
+    // 300,000 usage rows of 30,000 customers over ten minutes, written straight into meter_usage (its rollups follow).
+    const meterId = await readyMeter(h, { name: 'bulk', event_name: 'bulk', aggregation: { type: 'COUNT' } })
+    const feature = (await created(h, '/v1/features', { name: 'Bulk', type: 'metered', meter_id: meterId })).id
+    const revision = (await h.http('GET', `/v1/meters/${meterId}`)).body.ready_revision
+    const { tenantId, environments } = h.tenant
+    await h.running.deps.ch.client.command({
+      query: `INSERT INTO meter_usage (tenant_id, environment_id, meter_id, revision, external_customer_id, timestamp, event_id, value, group_value, unique_value)
+              SELECT '${tenantId}', '${environments.production}', '${meterId}', ${revision}, concat('bulk-', toString(number % 30000)),
+                     toDateTime64('2024-04-02 00:00:00', 3, 'UTC') + toIntervalMinute(intDiv(number, 30000)), concat('bulk-', toString(number)), 1, '', ''
+              FROM numbers(300000)`,
+    })
+    const metric = async (outcome: string) => (await h.running.deps.metrics.csvExports.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0
+    const rowsSent = async () => (await h.running.deps.metrics.csvExportRows.get()).values[0]?.value ?? 0
+    const [abortedBefore, rowsBefore] = [await metric('aborted'), await rowsSent()]
+    const body = JSON.stringify({ start_time: '2024-04-02T00:00:00Z', end_time: '2024-04-03T00:00:00Z', feature_ids: [feature], window_size: 'MINUTE' })
+    const res = await new Promise<IncomingMessage>((resolve, reject) =>
+      request(`${h.baseUrl}/v1/events/analytics/export`, { method: 'POST', headers: { 'x-api-key': h.key, 'content-type': 'application/json' } }, resolve).on('error', reject).end(body),
+    )
+    expect(res.statusCode).toBe(200)
+    await new Promise((r) => res.once('data', r))
+    res.destroy()
+    for (let i = 0; i < 200 && (await metric('aborted')) === abortedBefore; i++) await new Promise((r) => setTimeout(r, 50))
+    expect(await metric('aborted')).toBe(abortedBefore + 1)
+    expect((await rowsSent()) - rowsBefore).toBeLessThan(150_000)
+    expect((await h.http('GET', '/v1/health')).status).toBe(200)
+  }, 120_000)
+})
+
 describe('the invariant: a closed period costs what its finalized invoice bills', () => {
   it('per line, to the cent, for flat, tiered, package, allowance and commitment prices', async () => {
     clock.set('2024-05-02T00:00:00Z')
@@ -207,6 +283,7 @@ describe('bad input and scoping', () => {
     ['limit', { limit: 1001 }],
     ['group_by', { group_by: ['colour'] }],
     ['expand', { expand: ['everything'] }],
+    ['window_size', { window_size: 'MINUTE' }],
   ])('%s: 400 naming the field', async (field, body) => {
     const r = await analytics(body)
     expect(r.status, JSON.stringify(r.body)).toBe(400)

@@ -31,6 +31,8 @@ export interface CostQuery {
 export interface MeterCost {
   /** What each window of the range cost (one window without a window size). */
   windows: Decimal[]
+  /** The same per customer (external id). */
+  customers: Map<string, Decimal[]>
   /** The subscription line items that priced the meter's usage. */
   lines: LineItemRow[]
   /** With exactly one subscription with a commitment: its terms and how the meter's lines met it at the range's end. */
@@ -185,7 +187,7 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
   const meters = new Map<string, MeterCost>()
   const costOf = (meterId: string) => {
     let m = meters.get(meterId)
-    if (!m) meters.set(meterId, (m = { windows: windows.map(() => new D(0)), lines: [], commitment: null }))
+    if (!m) meters.set(meterId, (m = { windows: windows.map(() => new D(0)), customers: new Map(), lines: [], commitment: null }))
     return m
   }
   const committed = new Set<string>()
@@ -200,9 +202,12 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
     unit.charges.forEach((c, k) => {
       const m = costOf(c.row.meter_id!)
       if (!m.lines.some((l) => l.id === c.row.id)) m.lines.push(c.row)
+      let own = m.customers.get(c.customer)
+      if (!own) m.customers.set(c.customer, (own = windows.map(() => new D(0))))
       priced.costs[k].forEach((cost, i) => {
         const w = windows.findIndex((x) => x.start <= unit.instants[i] && unit.instants[i] < x.end)
         m.windows[w] = m.windows[w].plus(cost)
+        own[w] = own[w].plus(cost)
       })
       if (commitment && priced.commitment) {
         committed.add(sub.id)

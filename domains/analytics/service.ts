@@ -15,7 +15,7 @@ import { ADDON, PLAN } from '../catalog/offerings/kinds.ts'
 import { getOffering } from '../catalog/offerings/service.ts'
 import { customerViews, findCustomerByExternalId, type CustomerView } from '../customers/service.ts'
 import { listSubscriptions, type LineItemRow } from '../subscriptions/read.ts'
-import { propertyBreakdown, usageBreakdown, type AnalyticsMeter, type BreakdownGroup, type BreakdownPage, type PropertyBreakdownQuery } from '../usage/analytics/store.ts'
+import { propertyBreakdown, usageBreakdown, type BreakdownGroup, type BreakdownPage, type PropertyBreakdownQuery } from '../usage/analytics/store.ts'
 import { usageCosts, type Costs, type MeterCost } from './costs.ts'
 
 export const EXPANDABLE = ['feature', 'meter', 'price', 'plan', 'addon', 'subscription_line_item'] as const
@@ -76,7 +76,7 @@ export interface Analytics {
 const systemActor = (scope: Scope): Actor => ({ ...scope, keyId: 'system', roles: ['admin'] })
 
 /** The request's group_by keys for the breakdown store; feature_id is always a group (an item is one feature's). */
-function breakdownKeys(groupBy: string[]): string[] {
+export function breakdownKeys(groupBy: string[]): string[] {
   const keys: string[] = []
   for (const key of groupBy) {
     if (key === 'feature_id') continue
@@ -164,20 +164,44 @@ async function expansions(deps: Deps, actor: Actor, expand: Expandable[], featur
   return out
 }
 
-export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsRequest): Promise<Analytics> {
+/** Windows per request at most: every window start is a literal of the statement (ClickHouse parses at most 50,000 nodes). */
+const MAX_WINDOWS = 5000
+
+/** The request's windows; too many for one statement is a validation_error naming window_size. */
+export function windowsOf(r: Pick<AnalyticsRequest, 'start' | 'end' | 'windowSize' | 'billingAnchor' | 'timeZone'>) {
+  let windows
+  try {
+    windows = queryWindows(r.start, r.end, r.windowSize, { billingAnchor: r.billingAnchor, timeZone: r.timeZone })
+  } catch (err) {
+    throw validationError(r.timeZone !== undefined && /time zone/.test((err as Error).message) ? 'timezone' : 'window_size', (err as Error).message)
+  }
+  if (windows.length > MAX_WINDOWS) throw validationError('window_size', `${windows.length} windows of ${r.windowSize} in the range; at most ${MAX_WINDOWS}: choose a larger window or a shorter range`)
+  return windows
+}
+
+/** What a request reads: its group_by keys, features and their ready meters, the customers, the breakdown query. */
+export interface Resolved {
+  keys: string[]
+  features: FeatureView[]
+  meters: Meter[]
+  /** Absent: the whole environment. */
+  customers?: CustomerView[]
+  query: PropertyBreakdownQuery
+}
+
+/** Checks a request and finds what it names: 400s and 404s here, before anything is read or sent. */
+export async function resolveRequest(deps: Deps, actor: Actor, r: AnalyticsRequest): Promise<Resolved> {
   if (r.end <= r.start) throw validationError('end_time', 'must be after start_time')
+  windowsOf(r)
   const keys = breakdownKeys(r.groupBy)
   const features = await featuresOf(deps, actor, r.featureIds)
   const meters = await metersByIds(deps, actor, [...new Set(features.map((f) => f.meter_id!))])
   const notReady = meters.filter((m) => m.ready_revision === 0)
   if (notReady.length > 0) throw serviceUnavailable(`meter ${notReady[0].id} is still counting the events stored before it was created; retry shortly`, { meter_id: notReady[0].id }, 2)
   const customers = r.externalCustomerId === undefined ? undefined : await customersOf(deps, actor, r.externalCustomerId, r.includeChildren)
-  const empty: Analytics = { currency: '', totalCost: new D(0), items: [], pagination: { total: 0, limit: r.limit, offset: r.offset } }
-  if (meters.length === 0) return empty
-  const analyticsMeters: AnalyticsMeter[] = meters.map((m) => ({ meterId: m.id, revision: m.ready_revision, eventName: m.event_name, aggregation: { type: m.aggregation.type, multiplier: m.aggregation.multiplier, bucketSize: m.aggregation.bucket_size as WindowSize | undefined } }))
-  const q: PropertyBreakdownQuery = {
+  const query: PropertyBreakdownQuery = {
     scope: actor,
-    meters: analyticsMeters,
+    meters: meters.map((m) => ({ meterId: m.id, revision: m.ready_revision, eventName: m.event_name, aggregation: { type: m.aggregation.type, multiplier: m.aggregation.multiplier, bucketSize: m.aggregation.bucket_size as WindowSize | undefined } })),
     externalCustomerIds: customers?.map((c) => c.external_id),
     sources: r.sources,
     start: r.start,
@@ -190,13 +214,21 @@ export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsReque
     limit: r.limit,
     offset: r.offset,
   }
+  return { keys, features, meters, customers, query }
+}
+
+/** The cost of the resolved meters' usage, per meter, customer and window. */
+export const costsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved): Promise<Costs> =>
+  usageCosts(deps, actor, { meters: x.meters, customerIds: x.customers?.map((c) => c.id), start: r.start, end: r.end, windowSize: r.windowSize, calendar: { billingAnchor: r.billingAnchor, timeZone: r.timeZone } })
+
+export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsRequest): Promise<Analytics> {
+  const resolved = await resolveRequest(deps, actor, r)
+  const { keys, features, meters, query: q } = resolved
+  if (meters.length === 0) return { currency: '', totalCost: new D(0), items: [], pagination: { total: 0, limit: r.limit, offset: r.offset } }
   const byProperty = keys.some((k) => k.startsWith('properties.')) || Object.keys(r.propertyFilters ?? {}).length > 0
   const read = (x: PropertyBreakdownQuery) => (byProperty ? propertyBreakdown(deps.ch, x) : usageBreakdown(deps.ch, { ...x, groupBy: x.groupBy as ('source' | 'external_customer_id')[] }))
-  const [page, costs] = await Promise.all([
-    read(q),
-    usageCosts(deps, actor, { meters, customerIds: customers?.map((c) => c.id), start: r.start, end: r.end, windowSize: r.windowSize, calendar: { billingAnchor: r.billingAnchor, timeZone: r.timeZone } }),
-  ])
-  const windows = queryWindows(r.start, r.end, r.windowSize, { billingAnchor: r.billingAnchor, timeZone: r.timeZone }).length
+  const [page, costs] = await Promise.all([read(q), costsOf(deps, actor, r, resolved)])
+  const windows = windowsOf(r).length
   const priced = [...costs.meters.values()].some((m) => m.windows.some((c) => !c.isZero()))
   const split = priced ? groupCosts(await allGroups(read, q, page), costs, windows) : new Map<string, Decimal[]>()
   const meterById = new Map(meters.map((m) => [m.id, m]))

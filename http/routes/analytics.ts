@@ -5,6 +5,8 @@ import { WINDOW_SIZES, type WindowSize } from '../../core/periods.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { EXPANDABLE, usageAnalytics, type Analytics, type AnalyticsItem, type AnalyticsRequest, type Expandable } from '../../domains/analytics/service.ts'
+import { analyticsExport } from '../../domains/analytics/export.ts'
+import { sendCsv } from '../csv-stream.ts'
 import { defineRoute, type Route } from '../route.ts'
 
 interface AnalyticsBody {
@@ -125,5 +127,28 @@ export const analyticsRoutes: Route[] = [
     permission: 'read',
     body: { type: 'object', required: ['start_time', 'end_time'], additionalProperties: false, properties: analyticsProperties },
     handler: async ({ deps, actor, body }) => present(await usageAnalytics(deps, actor, analyticsRequest(body)), body.window_size),
+  }),
+  defineRoute<AnalyticsBody & { format?: 'csv'; metadata_columns?: string[] }>({
+    method: 'POST',
+    path: '/v1/events/analytics/export',
+    tag: 'Usage',
+    summary: 'The analytics as CSV streamed row by row: one row per customer, feature, source, property values and window with events, its cost, and customer metadata columns',
+    permission: 'read',
+    body: {
+      type: 'object',
+      required: ['start_time', 'end_time'],
+      additionalProperties: false,
+      properties: {
+        ...Object.fromEntries(Object.entries(analyticsProperties).filter(([k]) => k !== 'limit' && k !== 'offset' && k !== 'expand')),
+        format: { type: 'string', enum: ['csv'] },
+        metadata_columns: { ...strings(50), description: 'customer metadata keys, one column each' },
+      },
+    },
+    produces: 'text/csv',
+    handler: async ({ deps, actor, body, ctx }) => {
+      const { filename, columns, rows } = analyticsExport(deps, actor, { ...analyticsRequest(body), metadataColumns: body.metadata_columns ?? [] })
+      await sendCsv(ctx, deps, { filename, columns, rows })
+      return undefined
+    },
   }),
 ]
