@@ -1,6 +1,8 @@
 // The raw-events export over HTTP (POST and GET /v1/events/export) on a started service: every stored event of the
 // range with its properties as JSON, filters, bad input, another tenant, and a client that leaves mid-export.
+import { execFile } from 'node:child_process'
 import { request, type IncomingMessage } from 'node:http'
+import { promisify } from 'node:util'
 import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../../../test/harness.ts'
@@ -125,5 +127,23 @@ describe('raw-events export', () => {
     expect((await h.http('GET', '/v1/health')).status).toBe(200)
     const whole = await exported({ start_time: '2024-04-01T00:00:00Z', end_time: '2024-04-01T00:00:01Z' })
     expect(whole.rows).toHaveLength(1000)
+  })
+
+  it('meterbill export --raw writes the same CSV to stdout, with the rows counted on stderr', async () => {
+    const run = (args: string[], env: Record<string, string> = {}) =>
+      promisify(execFile)(process.execPath, ['bin/meterbill.js', 'export', ...args], { env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 })
+    const { stdout, stderr } = await run(['--raw', '--from', RANGE.start_time, '--to', RANGE.end_time, '--customer', 'acme', '--customer', 'beta', '--url', h.baseUrl], { METERBILL_API_KEY: h.key })
+    const byHttp = await h.http('POST', '/v1/events/export', { body: { ...RANGE, external_customer_ids: ['acme', 'beta'] } })
+    expect(stdout).toBe(byHttp.body)
+    // Five events; the first holds a line break inside its quoted properties, counted as one row.
+    expect(stderr).toMatch(/^5 rows · \d+(\.\d)? (B|KB) · [\d,]+ rows\/s\n$/)
+    const { stdout: onlyLlm } = await run(['--raw', '--from', RANGE.start_time, '--to', RANGE.end_time, '--event', 'search', '--key', h.key, '--url', h.baseUrl])
+    expect((parse(onlyLlm) as string[][]).slice(1).map((r) => r[0])).toEqual(['a3'])
+    // A refused request: the service's message on stderr, exit code 1, nothing on stdout.
+    const refused = await run(['--raw', '--from', RANGE.end_time, '--to', RANGE.start_time, '--key', h.key, '--url', h.baseUrl]).catch((err: { code: number; stdout: string; stderr: string }) => err)
+    expect(refused).toMatchObject({ code: 1, stdout: '', stderr: '/v1/events/export: 400 end_time: must be after start_time\n' })
+    // No key: a usage error (exit code 2).
+    const keyless = await run(['--raw', '--from', RANGE.start_time, '--to', RANGE.end_time, '--url', h.baseUrl], { METERBILL_API_KEY: '' }).catch((err: { code: number }) => err)
+    expect(keyless).toMatchObject({ code: 2 })
   })
 })
