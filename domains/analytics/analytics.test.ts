@@ -300,6 +300,16 @@ describe('bad input and scoping', () => {
     expect(env.body.total_cost).toBe('0')
   })
 
+  it('the sandbox of the same tenant sees neither', async () => {
+    const sandbox = await h.http('POST', '/v1/secrets/api/keys', { body: { name: 'sandbox reader', roles: ['read'], environment_id: h.tenant.environments.sandbox } })
+    expect(sandbox.status).toBe(201)
+    expect((await analytics({ external_customer_id: ids.a }, sandbox.body.api_key)).status).toBe(404)
+    const env = await analytics({ feature_ids: [ids.calls] }, sandbox.body.api_key)
+    expect(env.status).toBe(404)
+    expect(env.body.details).toEqual({ feature_ids: [ids.calls] })
+    expect((await analytics({}, sandbox.body.api_key)).body.items).toEqual([])
+  })
+
   it('lines in two currencies are a validation_error naming external_customer_id', async () => {
     const eur = await plan(h, { prices: [usagePrice(ids.callsMeter, '0.10', { currency: 'EUR' })] })
     const c = await customer(h)
