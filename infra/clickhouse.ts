@@ -60,6 +60,8 @@ interface StreamQuery {
   query: string
   query_params?: Record<string, unknown>
   signal?: AbortSignal
+  /** Settings of this statement only (a long statement's max_query_size). */
+  settings?: Record<string, string>
 }
 
 interface RawInsert {
@@ -114,8 +116,8 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     }
     const withRows = <T>({ format, structure, text }: RowsText, use: (table: string) => Promise<T>): Promise<T> =>
       use(`format(${format}, ${sqlString(structure)}, ${sqlString(text)})`)
-    async function* streamRows<T>({ query, query_params, signal }: StreamQuery): AsyncGenerator<T> {
-      const rs = await client.query({ query, query_params, format: 'JSONEachRow', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1 } })
+    async function* streamRows<T>({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<T> {
+      const rs = await client.query({ query, query_params, format: 'JSONEachRow', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...settings } })
       try {
         for await (const rows of rs.stream<T>()) {
           for (const row of rows) {
@@ -127,8 +129,8 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
         rs.close()
       }
     }
-    async function* streamCsv({ query, query_params, signal }: StreamQuery): AsyncGenerator<CsvPiece> {
-      const rs = await client.query({ query, query_params, format: 'CSV', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...CSV_SETTINGS } })
+    async function* streamCsv({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<CsvPiece> {
+      const rs = await client.query({ query, query_params, format: 'CSV', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...CSV_SETTINGS, ...settings } })
       try {
         // The client splits the body at line feeds: each line comes back without its own.
         for await (const rows of rs.stream()) {
@@ -192,13 +194,15 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     const parsed = parseError(err.message)
     return parsed instanceof ClickHouseError ? parsed : err
   }
-  /** A statement's result chunks in `format` on a session of its own, closed when the iteration ends. */
-  async function* chunks({ query, query_params, signal }: StreamQuery, format: string, settings: Record<string, number>): AsyncGenerator<StreamChunk> {
+  /** A statement's result chunks in `format` (with the settings it needs) on a session of its own, closed when the iteration ends. */
+  async function* chunks({ query, query_params, signal, settings }: StreamQuery, format: string, formatSettings: Record<string, number>): AsyncGenerator<StreamChunk> {
     signal?.throwIfAborted()
     const session = new Session(path)
     try {
       await session.queryAsync(`USE ${database}`)
-      for (const [name, value] of Object.entries(settings)) await session.queryAsync(`SET ${name} = ${value}`)
+      for (const [name, value] of Object.entries(formatSettings)) await session.queryAsync(`SET ${name} = ${value}`)
+      // The session is this stream's own: its settings are the statement's.
+      for (const [name, value] of Object.entries(settings ?? {})) await session.queryAsync(`SET ${name} = ${sqlString(value)}`)
       const options = { format, signal }
       const stream = query_params && Object.keys(query_params).length > 0 ? session.queryStreamBind(query, query_params, options) : session.queryStream(query, options)
       for await (const chunk of stream) {

@@ -495,13 +495,15 @@ export function propertyBreakdown(ch: ClickHouse, q: PropertyBreakdownQuery): Pr
 /**
  * Every group's usage per window (or over the range), one row per group and window with events, in group order, as
  * ClickHouse produces them (ClickHouse.streamRows): an export never holds more than one group's rows. Aborting
- * `signal` or leaving the loop stops the query.
+ * `signal` or leaving the loop stops the query. `customerFirst` orders by meter and customer before source and properties.
  */
-export async function* streamBreakdown(ch: ClickHouse, q: PropertyBreakdownQuery, options: { signal?: AbortSignal } = {}): AsyncGenerator<BreakdownRow> {
+export async function* streamBreakdown(ch: ClickHouse, q: PropertyBreakdownQuery, options: { signal?: AbortSignal; customerFirst?: boolean } = {}): AsyncGenerator<BreakdownRow> {
   const grouping = groupingOf(q.groupBy, true)
   const st = statementOf(q, grouping)
   const parts = partsOf(q, false)
-  const sql = finish(`SELECT * FROM (${parts.map((p) => partSql(st, p)).join('\n UNION ALL \n')}) ORDER BY ${st.keys.join(', ')}, slice`)
+  // customerFirst: a customer's rows of a meter come together (an export splits the customer's cost over them).
+  const order = options.customerFirst && grouping.customer ? ['meter_id', 'customer', ...st.keys.filter((k) => k !== 'meter_id' && k !== 'customer')] : st.keys
+  const sql = finish(`SELECT * FROM (${parts.map((p) => partSql(st, p)).join('\n UNION ALL \n')}) ORDER BY ${order.join(', ')}, slice`)
   const meters = new Map(q.meters.map((m) => [m.meterId, m]))
   const partOf = new Map(parts.map((p) => [p.index, p]))
   const base = q.start.getTime()
@@ -519,7 +521,7 @@ export async function* streamBreakdown(ch: ClickHouse, q: PropertyBreakdownQuery
     }
     return { ...groupFields(st, first), ...part.windows[c.window], eventCount: events.toFixed(), usage: value.toFixed() }
   }
-  const rows = ch.streamRows<Row>({ query: sql, query_params: { ...st.params }, signal: options.signal })
+  const rows = ch.streamRows<Row>({ query: sql, query_params: { ...st.params }, signal: options.signal, settings: longQuery(sql) })
   for await (const r of rows) {
     const key = keyOf(st, r)
     const window = partOf.get(r.part)!.slices[r.slice].window
