@@ -92,7 +92,8 @@ export async function sendCsv(ctx: Context, deps: Pick<Deps, 'logger' | 'metrics
   ctx.attachment(csv.filename)
   // The response is written here, not by Koa: Koa leaves a response whose body stream fails half-sent open.
   ctx.respond = false
-  const source = Readable.from(text())
+  // One piece ahead at most: a slow client holds the source back, not a queue of pieces in memory.
+  const source = Readable.from(text(), { highWaterMark: 1 })
   await new Promise<void>((resolve) => {
     source.once('error', (err) => {
       failure = err
