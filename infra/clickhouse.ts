@@ -95,6 +95,22 @@ const settingsClause = (settings: ClickHouseSettings): string => {
   return set.length === 0 ? '' : ` SETTINGS ${set.map(([k, v]) => `${k} = ${typeof v === 'string' ? sqlString(v) : Number(v)}`).join(', ')}`
 }
 
+/** Line feeds in a piece of CSV: its rows, counting a line break inside a quoted cell as one more. */
+function lineFeeds(bytes: Buffer): number {
+  let n = 0
+  for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) n++
+  return n
+}
+
+/** The exception a server wrote into a stream after its marker (`<tag>\n<message>\n<length> <tag>\r\n__exception__\r\n`), as a ClickHouseError. */
+async function exceptionAfter(start: Buffer, rest: AsyncIterable<Buffer>, tag: string): Promise<Error> {
+  const parts = [start]
+  for await (const chunk of rest) parts.push(chunk)
+  const text = Buffer.concat(parts).toString('utf8')
+  const end = text.lastIndexOf(`\n`, text.lastIndexOf(` ${tag}`))
+  return parseError(text.slice(text.indexOf('\n') + 1, end === -1 ? undefined : end).trim())
+}
+
 export async function openClickHouse(config: Config): Promise<ClickHouse> {
   const database = config.clickhouseDatabase
   if (config.clickhouse) {
@@ -129,16 +145,35 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
         rs.close()
       }
     }
+    // The response body as it comes (exec): the client's row reader takes a CR before a line feed for the start of a
+    // mid-stream exception (ClickHouse ≥ 25.11), and CSV lines end with CRLF here. Such an exception is then found by
+    // its tagged marker, held back across chunk edges so that no byte of it reaches the export.
     async function* streamCsv({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<CsvPiece> {
-      const rs = await client.query({ query, query_params, format: 'CSV', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...CSV_SETTINGS, ...settings } })
+      const { stream, response_headers } = await client.exec({
+        query: `${query}\nFORMAT CSV`,
+        query_params,
+        abort_signal: signal,
+        clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...CSV_SETTINGS, ...settings },
+      })
+      const tag = response_headers['x-clickhouse-exception-tag']
+      const marker = typeof tag === 'string' ? Buffer.from(`\r\n__exception__\r\n${tag}`) : undefined
+      let held: Buffer = Buffer.alloc(0)
       try {
-        // The client splits the body at line feeds: each line comes back without its own.
-        for await (const rows of rs.stream()) {
+        for await (const chunk of stream as AsyncIterable<Buffer>) {
           signal?.throwIfAborted()
-          yield { bytes: Buffer.from(`${rows.map((r) => r.text).join('\n')}\n`), rows: rows.length }
+          let data = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
+          if (marker) {
+            const at = data.indexOf(marker)
+            if (at !== -1) throw await exceptionAfter(data.subarray(at + marker.length), stream as AsyncIterable<Buffer>, String(tag))
+            const keep = Math.min(marker.length - 1, data.length)
+            held = data.subarray(data.length - keep)
+            data = data.subarray(0, data.length - keep)
+          }
+          if (data.length > 0) yield { bytes: data, rows: lineFeeds(data) }
         }
+        if (held.length > 0) yield { bytes: held, rows: lineFeeds(held) }
       } finally {
-        rs.close()
+        stream.destroy()
       }
     }
     return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, streamCsv, close: () => client.close() }
