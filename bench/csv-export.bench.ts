@@ -10,7 +10,7 @@ import { loadConfig } from '../core/config.ts'
 import { startRoles } from '../roles.ts'
 import { benchDataDir, fmt, report } from './common.ts'
 
-const N = Number(process.env.BENCH_EXPORT_EVENTS ?? 2_000_000)
+const N = Number(process.env.BENCH_EXPORT_EVENTS ?? 10_000_000)
 const dataDir = benchDataDir('export')
 const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: dataDir, KAFKA_BROKERS: '', METRICS_PORT: 'off' }
 const running = await startRoles(loadConfig(env), ['api'])
