@@ -1,6 +1,6 @@
 // The one CLI: `start` runs every role on embedded defaults; `api`, `ingest`, `aggregator`, `worker`
 // run one role each; `migrate` applies migrations and exits; `tenant create` adds a tenant; `jobs run`
-// runs a scheduled job now.
+// runs a scheduled job now; `export` streams a CSV export of a running service to stdout.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './core/config.ts'
 import { createTenant } from './domains/tenancy/tenants/service.ts'
@@ -10,6 +10,7 @@ import { migrate } from './infra/migrate.ts'
 import { ROLE_NAMES, startRoles, type RoleName } from './roles.ts'
 import { jobs } from './worker/jobs.ts'
 import { runJob } from './infra/scheduler.ts'
+import { csvRecordCounter, progressLine as exportProgress } from './core/export-progress.ts'
 
 const USAGE = `usage: meterbill <command>
 
@@ -22,6 +23,11 @@ commands:
                         create a tenant with production and sandbox environments; prints its admin key
   jobs run NAME         run a scheduled job now (billing-run, invoice-overdue, ...) with a progress line;
                         prints its summary as JSON
+  export --from TIME --to TIME [--customer ID]... [--raw [--event NAME]...] [--url URL] [--key KEY] > usage.csv
+                        a running service's usage as CSV on stdout, progress on stderr: analytics rows
+                        (POST /v1/events/analytics/export), or with --raw every stored event (POST /v1/events/export);
+                        the key from --key or METERBILL_API_KEY, the service from --url or METERBILL_URL
+                        (default http://127.0.0.1:8080)
 
 configuration is read from the environment: see README.md`
 
@@ -114,7 +120,78 @@ async function runJobNow(args: string[]): Promise<void> {
   }
 }
 
+const EXPORT_USAGE = 'usage: meterbill export --from TIME --to TIME [--customer ID]... [--raw [--event NAME]...] [--url URL] [--key KEY] > usage.csv'
+
+/** The export's path and JSON body: the raw-events export, or the analytics export (one customer at most). */
+function exportRequest(v: { from: string; to: string; customer: string[]; raw: boolean; event: string[] }): { path: string; body: Record<string, unknown> } {
+  const range = { start_time: v.from, end_time: v.to }
+  if (v.raw) return { path: '/v1/events/export', body: { ...range, ...(v.customer.length ? { external_customer_ids: v.customer } : {}), ...(v.event.length ? { event_names: v.event } : {}) } }
+  if (v.customer.length > 1) throw new UsageError('the analytics export takes one --customer (or none: the whole environment); --raw takes several')
+  if (v.event.length) throw new UsageError('--event filters the raw export: add --raw')
+  return { path: '/v1/events/analytics/export', body: { ...range, ...(v.customer.length ? { external_customer_id: v.customer[0] } : {}), format: 'csv' } }
+}
+
+/** Streams the export to stdout as it arrives (waiting when stdout is slow); progress on stderr, rewritten in place on a terminal. */
+async function runExport(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      from: { type: 'string' },
+      to: { type: 'string' },
+      customer: { type: 'string', multiple: true, default: [] },
+      event: { type: 'string', multiple: true, default: [] },
+      raw: { type: 'boolean', default: false },
+      url: { type: 'string' },
+      key: { type: 'string' },
+    },
+  })
+  if (!values.from || !values.to) throw new UsageError(EXPORT_USAGE)
+  const key = values.key ?? process.env.METERBILL_API_KEY
+  if (!key) throw new UsageError(`an API key is needed: --key KEY or METERBILL_API_KEY\n${EXPORT_USAGE}`)
+  const { path, body } = exportRequest({ from: values.from, to: values.to, customer: values.customer, raw: values.raw, event: values.event })
+  const url = new URL(path, values.url ?? process.env.METERBILL_URL ?? 'http://127.0.0.1:8080')
+  const res = await fetch(url, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  if (res.status !== 200 || !res.body) {
+    const text = await res.text()
+    let message = text
+    try {
+      message = (JSON.parse(text) as { message?: string }).message ?? text
+    } catch {
+      // not JSON: the text as it came
+    }
+    throw new ExportError(`${url.pathname}: ${res.status} ${message}`)
+  }
+  const started = Date.now()
+  const records = csvRecordCounter()
+  const decoder = new TextDecoder()
+  let bytes = 0
+  let shown = 0
+  const tty = process.stderr.isTTY
+  const show = (end: boolean) => {
+    const line = exportProgress(Math.max(records.records - 1, 0), bytes, Date.now() - started)
+    if (tty) process.stderr.write(`\r\x1b[K${line}${end ? '\n' : ''}`)
+    else if (end) say(line)
+  }
+  try {
+    for await (const chunk of res.body) {
+      bytes += chunk.byteLength
+      records.add(decoder.decode(chunk, { stream: true }))
+      if (!process.stdout.write(chunk)) await new Promise((resolve) => process.stdout.once('drain', resolve))
+      if (Date.now() - shown >= 250) {
+        shown = Date.now()
+        show(false)
+      }
+    }
+  } catch (err) {
+    show(true)
+    throw new ExportError(`the export was cut short (the file is incomplete): ${(err as Error).message}`)
+  }
+  show(true)
+}
+
 class UsageError extends Error {}
+/** A failed export: its message, exit code 1, no stack. */
+class ExportError extends Error {}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
@@ -123,6 +200,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'migrate') return runMigrate()
   if (command === 'tenant') return runTenant(rest)
   if (command === 'jobs') return runJobNow(rest)
+  if (command === 'export') return runExport(rest)
   if (command === undefined || command === 'help' || command === '--help') {
     say(USAGE)
     return
@@ -134,6 +212,10 @@ main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof ConfigError || err instanceof UsageError) {
     say(err.message)
     process.exit(2)
+  }
+  if (err instanceof ExportError) {
+    say(err.message)
+    process.exit(1)
   }
   say(`fatal: ${(err as Error)?.stack ?? String(err)}`)
   process.exit(1)

@@ -13,6 +13,8 @@ const SERVER_PATH = [
   'domains/usage/analytics/**/*.test.ts',
   'domains/invoicing/invoices/billing-run.test.ts',
   'infra/clickhouse-stream.test.ts',
+  'domains/usage/events/export.test.ts',
+  'domains/invoicing/reconciliation/reconciliation.test.ts',
   'test/foundation/migrate.test.ts',
 ]
 

@@ -5,7 +5,7 @@
 // events would cost as much as decoding them again).
 import { Buffer } from 'node:buffer'
 import { Worker } from 'node:worker_threads'
-import { decodeRecord, type UsageEvent } from '../core/events.ts'
+import { decodeRecord, MAX_ID_LENGTH, type UsageEvent } from '../core/events.ts'
 import type { MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
 import { candidatesOf, freshOf, outcomesOf, partToken, refusedRow, scopesOf, type BatchCounts, type BatchRows, type Candidates, type Rejected, type RefusedRow } from './outcomes.ts'
@@ -113,12 +113,24 @@ interface Decoded {
   to: number
 }
 
+/** Instants a DateTime64 column holds (to 2200, as intake accepts). */
+const LATEST = Date.UTC(2200, 0, 1)
+
 /** Dead elements that still name their event are also recorded in ClickHouse, so the lookup can say why. */
 function rejectedOf(dead: { raw: unknown; reason: string }[]): Rejected[] {
   return dead.flatMap(({ raw, reason }) => {
     const r = (raw ?? {}) as Record<string, unknown>
     const [id, tenantId, environmentId] = [r.id, r.tenant_id, r.environment_id]
-    return typeof id === 'string' && typeof tenantId === 'string' && typeof environmentId === 'string' ? [{ event: { id, tenantId, environmentId }, reason }] : []
+    if (typeof id !== 'string' || typeof tenantId !== 'string' || typeof environmentId !== 'string') return []
+    // Its customer, event name and instants too where the record has them readable: the reconciliation report counts
+    // rejections by customer, name and time.
+    const text = (v: unknown) => (typeof v === 'string' && v.length <= MAX_ID_LENGTH ? v : undefined)
+    const instant = (v: unknown) => {
+      const at = typeof v === 'string' || typeof v === 'number' ? new Date(v) : undefined
+      return at && at.getTime() >= 0 && at.getTime() < LATEST ? at : undefined
+    }
+    const event = { id, tenantId, environmentId, externalCustomerId: text(r.external_customer_id), eventName: text(r.event_name), timestamp: instant(r.timestamp), receivedAt: instant(r.received_at) }
+    return [{ event, reason }]
   })
 }
 

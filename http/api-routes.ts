@@ -13,6 +13,7 @@ import { groupRoutes } from './routes/groups.ts'
 import { meterRoutes } from './routes/meters.ts'
 import { eventRoutes } from './routes/events.ts'
 import { customerUsageRoute, usageRoutes } from './routes/usage.ts'
+import { analyticsRoutes } from './routes/analytics.ts'
 import { customerWalletLookup, walletRoutes } from './routes/wallets.ts'
 import { couponRoutes } from './routes/coupons.ts'
 import { creditNoteRoutes } from './routes/credit-notes.ts'
@@ -24,4 +25,4 @@ import { integrationRoutes } from './routes/integrations.ts'
 import { aiRoutes } from './routes/ai.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes]
+export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes]

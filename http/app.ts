@@ -17,6 +17,12 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
   const app = new Koa({ proxy: true })
+  // What reaches here happened after the response began (the error handler answers the rest): a client that left
+  // mid-response (a streamed export) is routine, anything else is logged. Koa's default prints to stderr.
+  app.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.code === 'ERR_STREAM_PREMATURE_CLOSE') deps.logger.debug({ err }, 'client left mid-response')
+    else deps.logger.warn({ err }, 'error after the response began')
+  })
   const router = new Router()
   const routes: Route[] = [...healthRoutes, ...roleRoutes]
   routes.push(...openApiRoutes(() => routes, VERSION))

@@ -35,7 +35,7 @@ export function openApiDocument(routes: Route[], version: string): JsonSchema {
       summary: r.summary,
       parameters: [...pathParams, ...queryParameters(r.query)],
       responses: {
-        [String(r.status ?? 200)]: { description: 'OK', content: { 'application/json': { schema: r.response ?? { type: 'object' } } } },
+        [String(r.status ?? 200)]: { description: 'OK', content: { [r.produces ?? 'application/json']: { schema: r.response ?? (r.produces ? { type: 'string' } : { type: 'object' }) } } },
         default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },
       ...(r.permission === 'public' ? { security: [] } : { 'x-required-permission': r.permission }),

@@ -42,6 +42,8 @@ export interface Route<B = any, Q = any> {
   status?: number
   /** Response schema, for the OpenAPI document only. */
   response?: JsonSchema
+  /** Response media type, for the OpenAPI document only; default application/json (text/csv: a streamed export). */
+  produces?: string
   /** Returns the response body; returning undefined leaves ctx.body as the handler set it. */
   handler(req: Request<B, Q>): Promise<unknown>
 }

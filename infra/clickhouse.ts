@@ -6,6 +6,7 @@ import { rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Config } from '../core/config.ts'
 import { sqlString } from './ch-literals.ts'
+import type { StreamChunk } from 'chdb'
 
 export interface ClickHouse {
   client: ClickHouseClient
@@ -38,13 +39,29 @@ export interface ClickHouse {
    * when the chunk being computed is done (chDB checks between chunks).
    */
   streamRows<T>(query: StreamQuery): AsyncIterable<T>
+  /**
+   * The same, as ClickHouse's own CSV (strings quoted, CRLF line ends): pieces of text with their row counts, for
+   * exports that pass ClickHouse's bytes through rather than parse and rewrite each row (~10× faster). On chDB a
+   * piece is a chunk (exact rows); on a server a run of lines (a line break inside a quoted cell counts as a row).
+   */
+  streamCsv(query: StreamQuery): AsyncIterable<CsvPiece>
   close(): Promise<void>
 }
+
+interface CsvPiece {
+  bytes: Uint8Array
+  rows: number
+}
+
+/** ClickHouse's CSV as RFC 4180 with ISO instants: CRLF line ends, `%f` as the column's 3 digits of milliseconds. */
+const CSV_SETTINGS = { output_format_csv_crlf_end_of_line: 1, formatdatetime_f_prints_scale_number_of_digits: 1 } as const
 
 interface StreamQuery {
   query: string
   query_params?: Record<string, unknown>
   signal?: AbortSignal
+  /** Settings of this statement only (a long statement's max_query_size). */
+  settings?: Record<string, string>
 }
 
 interface RawInsert {
@@ -78,6 +95,22 @@ const settingsClause = (settings: ClickHouseSettings): string => {
   return set.length === 0 ? '' : ` SETTINGS ${set.map(([k, v]) => `${k} = ${typeof v === 'string' ? sqlString(v) : Number(v)}`).join(', ')}`
 }
 
+/** Line feeds in a piece of CSV: its rows, counting a line break inside a quoted cell as one more. */
+function lineFeeds(bytes: Buffer): number {
+  let n = 0
+  for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) n++
+  return n
+}
+
+/** The exception a server wrote into a stream after its marker (`<tag>\n<message>\n<length> <tag>\r\n__exception__\r\n`), as a ClickHouseError. */
+async function exceptionAfter(start: Buffer, rest: AsyncIterable<Buffer>, tag: string): Promise<Error> {
+  const parts = [start]
+  for await (const chunk of rest) parts.push(chunk)
+  const text = Buffer.concat(parts).toString('utf8')
+  const end = text.lastIndexOf(`\n`, text.lastIndexOf(` ${tag}`))
+  return parseError(text.slice(text.indexOf('\n') + 1, end === -1 ? undefined : end).trim())
+}
+
 export async function openClickHouse(config: Config): Promise<ClickHouse> {
   const database = config.clickhouseDatabase
   if (config.clickhouse) {
@@ -99,8 +132,8 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     }
     const withRows = <T>({ format, structure, text }: RowsText, use: (table: string) => Promise<T>): Promise<T> =>
       use(`format(${format}, ${sqlString(structure)}, ${sqlString(text)})`)
-    async function* streamRows<T>({ query, query_params, signal }: StreamQuery): AsyncGenerator<T> {
-      const rs = await client.query({ query, query_params, format: 'JSONEachRow', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1 } })
+    async function* streamRows<T>({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<T> {
+      const rs = await client.query({ query, query_params, format: 'JSONEachRow', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...settings } })
       try {
         for await (const rows of rs.stream<T>()) {
           for (const row of rows) {
@@ -112,7 +145,38 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
         rs.close()
       }
     }
-    return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, close: () => client.close() }
+    // The response body as it comes (exec): the client's row reader takes a CR before a line feed for the start of a
+    // mid-stream exception (ClickHouse ≥ 25.11), and CSV lines end with CRLF here. Such an exception is then found by
+    // its tagged marker, held back across chunk edges so that no byte of it reaches the export.
+    async function* streamCsv({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<CsvPiece> {
+      const { stream, response_headers } = await client.exec({
+        query: `${query}\nFORMAT CSV`,
+        query_params,
+        abort_signal: signal,
+        clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...CSV_SETTINGS, ...settings },
+      })
+      const tag = response_headers['x-clickhouse-exception-tag']
+      const marker = typeof tag === 'string' ? Buffer.from(`\r\n__exception__\r\n${tag}`) : undefined
+      let held: Buffer = Buffer.alloc(0)
+      try {
+        for await (const chunk of stream as AsyncIterable<Buffer>) {
+          signal?.throwIfAborted()
+          let data = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
+          if (marker) {
+            const at = data.indexOf(marker)
+            if (at !== -1) throw await exceptionAfter(data.subarray(at + marker.length), stream as AsyncIterable<Buffer>, String(tag))
+            const keep = Math.min(marker.length - 1, data.length)
+            held = data.subarray(data.length - keep)
+            data = data.subarray(0, data.length - keep)
+          }
+          if (data.length > 0) yield { bytes: data, rows: lineFeeds(data) }
+        }
+        if (held.length > 0) yield { bytes: held, rows: lineFeeds(held) }
+      } finally {
+        stream.destroy()
+      }
+    }
+    return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, streamCsv, close: () => client.close() }
   }
   // chDB binds one data directory per process: one client for the whole process.
   const { createChdbConnection } = await import('chdb/connection')
@@ -165,20 +229,21 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     const parsed = parseError(err.message)
     return parsed instanceof ClickHouseError ? parsed : err
   }
-  async function* streamRows<T>({ query, query_params, signal }: StreamQuery): AsyncGenerator<T> {
+  /** A statement's result chunks in `format` (with the settings it needs) on a session of its own, closed when the iteration ends. */
+  async function* chunks({ query, query_params, signal, settings }: StreamQuery, format: string, formatSettings: Record<string, number>): AsyncGenerator<StreamChunk> {
     signal?.throwIfAborted()
     const session = new Session(path)
     try {
       await session.queryAsync(`USE ${database}`)
-      await session.queryAsync('SET output_format_json_quote_64bit_integers = 1')
-      const options = { format: 'JSONEachRow', signal }
+      for (const [name, value] of Object.entries(formatSettings)) await session.queryAsync(`SET ${name} = ${value}`)
+      // The session is this stream's own: its settings are the statement's.
+      for (const [name, value] of Object.entries(settings ?? {})) await session.queryAsync(`SET ${name} = ${sqlString(value)}`)
+      const options = { format, signal }
       const stream = query_params && Object.keys(query_params).length > 0 ? session.queryStreamBind(query, query_params, options) : session.queryStream(query, options)
       for await (const chunk of stream) {
-        for (const row of chunk.rows<T>()) {
-          // chDB checks the signal between chunks; the reader stops at once.
-          signal?.throwIfAborted()
-          yield row
-        }
+        // chDB checks the signal between chunks; the reader stops at once.
+        signal?.throwIfAborted()
+        yield chunk
       }
     } catch (err) {
       throw streamError(err)
@@ -186,5 +251,17 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
       session.close()
     }
   }
-  return { client, reader, kind: 'chdb', database, insertRaw, withRows, streamRows, close: async () => void (await Promise.all([reader.close(), client.close()])) }
+  async function* streamRows<T>(q: StreamQuery): AsyncGenerator<T> {
+    for await (const chunk of chunks(q, 'JSONEachRow', { output_format_json_quote_64bit_integers: 1 })) {
+      for (const row of chunk.rows<T>()) {
+        q.signal?.throwIfAborted()
+        yield row
+      }
+    }
+  }
+  async function* streamCsv(q: StreamQuery): AsyncGenerator<CsvPiece> {
+    // A copy: the chunk's bytes are chDB's, and the socket may still be writing them when the next chunk comes.
+    for await (const chunk of chunks(q, 'CSV', CSV_SETTINGS)) yield { bytes: Buffer.from(chunk.raw()), rows: chunk.numRows }
+  }
+  return { client, reader, kind: 'chdb', database, insertRaw, withRows, streamRows, streamCsv, close: async () => void (await Promise.all([reader.close(), client.close()])) }
 }

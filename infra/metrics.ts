@@ -25,6 +25,9 @@ export function createMetrics() {
     billingInvoices: new Counter({ name: 'meterbill_billing_run_invoices_total', help: 'Invoices stored by billing runs', ...at }),
     billingFailures: new Counter({ name: 'meterbill_billing_run_failures_total', help: 'Subscriptions a billing run could not bill (retried on the next run)', ...at }),
     webhookDeliveries: new Counter({ name: 'meterbill_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'] as const, ...at }),
+    /** CSV exports by outcome: complete, aborted (the client left; the query was stopped), failed (after the first byte). */
+    csvExports: new Counter({ name: 'meterbill_csv_exports_total', help: 'Streamed CSV exports, by outcome', labelNames: ['outcome'] as const, ...at }),
+    csvExportRows: new Counter({ name: 'meterbill_csv_export_rows_total', help: 'Rows sent by streamed CSV exports', ...at }),
     httpSeconds: new Histogram({ name: 'meterbill_http_request_seconds', help: 'HTTP requests by route template, method and status', labelNames: ['route', 'method', 'status'] as const, buckets: SECONDS, ...at }),
   }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { D, type Decimal } from '../money.ts'
 import type { PriceInput } from '../pricing/index.ts'
-import { allocateByUsage, cumulativeUsage, incrementalCosts, usageLineCost, type UsageLinePricing } from './allocation.ts'
+import { allocateByUsage, cumulativeUsage, incrementalCosts, periodCosts, usageLineCost, type UsageLinePricing } from './allocation.ts'
 
 const ds = (...xs: string[]): Decimal[] => xs.map((x) => new D(x))
 const text = (xs: Decimal[]): string[] => xs.map((x) => x.toFixed())
@@ -134,5 +134,32 @@ describe('cumulativeUsage: usage up to each window end', () => {
   it.each(['COUNT_UNIQUE', 'AVG', 'WEIGHTED_SUM'] as const)('refuses %s without a bucket size', (type) => {
     expect(() => cumulativeUsage(type, w(['1', '1']))).toThrow(/read it from the store/)
     expect(() => cumulativeUsage(type, [])).toThrow(RangeError)
+  })
+})
+
+describe('periodCosts: the usage lines of one billing period priced together', () => {
+  it('a shared commitment of 10.00 with overage ×1.5: lines use it up in order, the excess at 1.5', () => {
+    // Line A at 0.10 a unit, line B at 1.00. At 50 and 3 units: 5.00 + 3.00 = 8.00 within the 10.00.
+    // At 120 and 6: A's 12.00 takes the 10.00 and bills 2.00 × 1.5 = 3.00 over it (13.00); B is all overage: 6 × 1.5 = 9.00.
+    const r = periodCosts([ds('0', '50', '120'), ds('0', '3', '6')], { currency: 'USD', lines: [{ price: flat('0.10') }, { price: flat('1.00') }], commitment: { amount: '10.00', overage_factor: '1.5', true_up_enabled: true } })
+    expect(r.costs.map(text)).toEqual([['5', '8'], ['3', '6']])
+    expect(text(r.amounts)).toEqual(['13', '9'])
+    expect(r.commitment!.map((c) => [c.utilized.toFixed(), c.overage.toFixed()])).toEqual([['10', '3'], ['0', '9']])
+  })
+
+  it('a read starting mid-period: the allowance is used by the usage before it', () => {
+    // 100 units included (a soft limit: usage above is billed), 0.02 a unit above: 80 units before the range cost 0; 150 → 1.00; 300 → 4.00.
+    const r = periodCosts([ds('80', '150', '300')], { currency: 'USD', lines: [{ price: flat('0.02'), allowance: { usage_limit: 100, is_soft_limit: true } }] })
+    expect(r.costs.map(text)).toEqual([['1', '3']])
+    expect(text(r.amounts)).toEqual(['4'])
+    expect(r.commitment).toBeNull()
+  })
+
+  it('a line billed from the first instant takes its minimum in its first window', () => {
+    // min_quantity 100 at 0.05: 5.00 at once whatever the usage; 30 then 140 units: 5.00, then 7.00 − 5.00.
+    const price = flat('0.05', { min_quantity: '100' })
+    expect(periodCosts([ds('0', '30', '140')], { currency: 'USD', lines: [{ price }] }, [true]).costs.map(text)).toEqual([['5', '2']])
+    // Read from inside the period: the minimum was billed before the range.
+    expect(periodCosts([ds('0', '30', '140')], { currency: 'USD', lines: [{ price }] }).costs.map(text)).toEqual([['0', '2']])
   })
 })

@@ -123,3 +123,53 @@ export function cumulativeUsage(type: AggregationType, windows: readonly WindowU
     return acc ?? new D(0)
   })
 }
+
+/** The usage lines one invoice bills together for a billing period: each line's pricing, and a commitment shared by all. */
+export interface PeriodPricing {
+  currency: string
+  lines: { price: PriceInput; allowance?: Allowance | null }[]
+  /** The subscription's commitment over these lines in this order (commitment_amount, overage_factor, true-up). */
+  commitment?: Commitment | null
+}
+
+export interface PeriodCosts {
+  /** [line][window]: what each window adds to each line's amount. */
+  costs: Decimal[][]
+  /** What each line's amount is at the last instant, with its commitment_info at that instant (null without a commitment). */
+  amounts: Decimal[]
+  commitment: { utilized: Decimal; overage: Decimal }[] | null
+}
+
+/**
+ * incrementalCosts for the usage lines of one billing period together, as the invoice prices them: at each instant
+ * every line has its usage up to that instant (`cumulative[line][instant]`; instant 0 is where the read starts, the
+ * period's start or later), the invoice's computeInvoice prices them all with the shared commitment (a line's
+ * overage depends on what the lines before it used), and a window costs each line's amount at its end minus the
+ * amount at its start. The windows of a line add up to its amount at the last instant minus the amount at instant 0
+ * (the line's amount on the invoice when the read spans the whole period). The true-up line is no usage line: left out.
+ * A line billed from instant 0 on (`fresh[line]`: its charge starts there) had no amount before it, so a minimum
+ * (min_quantity) lands in its first window, as in incrementalCosts.
+ */
+export function periodCosts(cumulative: readonly (readonly Decimal[])[], pricing: PeriodPricing, fresh: readonly boolean[] = []): PeriodCosts {
+  const instants = cumulative[0]?.length ?? 0
+  const at = (i: number) =>
+    computeInvoice({
+      currency: pricing.currency,
+      invoice_date: new Date(0),
+      lines: pricing.lines.map((l, k) => ({ price_type: 'USAGE' as const, quantity: new D(cumulative[k][i]), price: l.price, allowance: l.allowance ?? null })),
+      commitments: pricing.commitment ? [{ commitment: pricing.commitment, line_indexes: pricing.lines.map((_, k) => k), display_name: 'true-up' }] : [],
+    }).line_items
+  const amounts = Array.from({ length: instants }, (_, i) => at(i))
+  const costs = pricing.lines.map((_, k) =>
+    amounts.slice(1).map((items, i) => {
+      const d = items[k].amount.minus(i === 0 && fresh[k] ? 0 : amounts[i][k].amount)
+      return d.isZero() ? new D(0) : d
+    }),
+  )
+  const last = amounts[instants - 1] ?? []
+  return {
+    costs,
+    amounts: pricing.lines.map((_, k) => last[k]?.amount ?? new D(0)),
+    commitment: pricing.commitment ? pricing.lines.map((_, k) => ({ utilized: last[k].commitment_info!.computed_commitment_utilized_amount, overage: last[k].commitment_info!.computed_overage_amount })) : null,
+  }
+}

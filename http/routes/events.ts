@@ -1,8 +1,46 @@
 import { MAX_ID_LENGTH } from '../../core/events.ts'
 import { defineRoute, type Route } from '../route.ts'
 import * as service from '../../domains/usage/events/service.ts'
+import { EVENT_EXPORT_COLUMNS, exportEvents, type EventExportRequest } from '../../domains/usage/events/export.ts'
+import type { JsonSchema } from '../../core/validate.ts'
+import { sendCsv } from '../csv-stream.ts'
+
+const names = (description: string): JsonSchema => ({ type: 'array', minItems: 1, maxItems: 1000, items: { type: 'string', minLength: 1 }, description })
+
+/** The raw-events export's filters: the POST body, or the GET query (a repeated parameter for several values). */
+const exportFilters: JsonSchema = {
+  type: 'object',
+  required: ['start_time', 'end_time'],
+  additionalProperties: false,
+  properties: {
+    start_time: { type: 'string', format: 'date-time' },
+    end_time: { type: 'string', format: 'date-time', description: 'exclusive' },
+    external_customer_id: { type: 'string', minLength: 1 },
+    external_customer_ids: names('only these customers'),
+    event_names: names('only events of these names'),
+    sources: { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'string' }, description: "only events of these sources ('' for none)" },
+  },
+}
+
+const exportRoute = (method: 'GET' | 'POST') =>
+  defineRoute<EventExportRequest, EventExportRequest>({
+    method,
+    path: '/v1/events/export',
+    tag: 'Events',
+    summary: 'Every stored event of a range with its properties as JSON, as CSV streamed row by row (audits)',
+    permission: 'read',
+    ...(method === 'POST' ? { body: exportFilters } : { query: exportFilters }),
+    produces: 'text/csv',
+    handler: async ({ deps, actor, body, query, ctx }) => {
+      const { filename, text } = exportEvents(deps, actor, method === 'POST' ? body : query)
+      await sendCsv(ctx, deps, { filename, columns: EVENT_EXPORT_COLUMNS, text })
+      return undefined
+    },
+  })
 
 export const eventRoutes: Route[] = [
+  exportRoute('POST'),
+  exportRoute('GET'),
   defineRoute<Record<string, never>, service.ListEventsQuery>({
     method: 'GET',
     path: '/v1/events',

@@ -7,6 +7,7 @@ import * as service from '../../domains/usage/queries/service.ts'
 import { customerUsageSummary, type UsageSummaryQuery } from '../../domains/usage/queries/summary.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { nonNegativeDecimal } from '../record-schema.ts'
+import { usageReconciliation, type ReconciliationQuery } from '../../domains/invoicing/reconciliation/service.ts'
 
 interface RangeBody {
   customer_id?: string
@@ -57,6 +58,24 @@ const present = (r: service.UsageResult) => ({
 })
 
 export const usageRoutes: Route[] = [
+  defineRoute<Record<string, never>, ReconciliationQuery>({
+    method: 'GET',
+    path: '/v1/customers/{id}/usage/reconciliation',
+    tag: 'Usage',
+    summary: "Per meter, a customer's events of a range: received, stored, duplicates dropped, rejected, counted by the meter, billed on finalized invoices",
+    permission: 'read',
+    query: {
+      type: 'object',
+      additionalProperties: false,
+      // Both required, checked once the customer is found: another environment's customer is a 404 whatever the query.
+      properties: {
+        start_time: { type: 'string', format: 'date-time', description: 'required' },
+        end_time: { type: 'string', format: 'date-time', description: 'required; exclusive' },
+        meter_ids: { type: 'array', minItems: 1, maxItems: 100, items: { type: 'string', minLength: 1 }, description: 'only these meters (default: every meter of an event name the customer sent, and every meter billed)' },
+      },
+    },
+    handler: async ({ deps, actor, params, query }) => toWire(await usageReconciliation(deps, actor, params.id, query)),
+  }),
   defineRoute<RangeBody & { meter_id: string }>({
     method: 'POST',
     path: '/v1/events/usage/meter',

@@ -122,7 +122,7 @@ export function pointBySequence(sub: SubscriptionRow, sequence: number): Billing
   throw invalidOperation(`subscription ${sub.id} has no billing point ${sequence}`)
 }
 
-const cycleLine = (l: LineItemRow): CycleLine => ({
+export const cycleLine = (l: LineItemRow): CycleLine => ({
   id: l.id,
   price_type: l.price_type,
   invoice_cadence: l.invoice_cadence,
@@ -168,7 +168,7 @@ async function meterName(deps: Deps, scope: Scope, meterId: string): Promise<str
 }
 
 /** The plan's (or addon's) entitlement for the line's meter: only usage above its limit is billed. */
-function allowanceOf(ctx: BillingContext, line: LineItemRow): Allowance | null {
+export function allowanceOf(ctx: BillingContext, line: LineItemRow): Allowance | null {
   const e = ctx.entitlements.find((x) => x.entity_id === line.entity_id && x.feature?.meter_id === line.meter_id && x.feature_type === 'metered')
   return e ? { usage_limit: e.usage_limit, is_soft_limit: e.is_soft_limit, is_enabled: e.is_enabled } : null
 }
@@ -277,7 +277,7 @@ export async function pointSpec(deps: Deps, scope: Scope, ctx: BillingContext, p
  * The subscription's commitment (commitment_amount, overage_factor, enable_true_up) over its usage
  * lines of the span that ended, in invoice order; a partial period commits to its share by day.
  */
-function subscriptionCommitment(sub: SubscriptionRow, span: Span, usageLines: number[]): NonNullable<InvoiceSpec['commitments']>[number] {
+export function subscriptionCommitment(sub: SubscriptionRow, span: Span, usageLines: number[]): NonNullable<InvoiceSpec['commitments']>[number] {
   const terms = { amount: sub.commitment_amount!.toFixed(), overage_factor: sub.overage_factor?.toFixed() ?? null, true_up_enabled: sub.enable_true_up }
   return {
     commitment: periodCommitment(terms, span.full, span, sub.currency),

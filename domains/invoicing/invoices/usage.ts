@@ -1,15 +1,30 @@
-// usage_analytics and usage_breakdown of an invoice's usage lines (GET /v1/invoices/{id}?expand=...),
-// read from the usage service over the window the line billed. Costs are the line's amount split in
-// proportion to usage with the engine's allocate, so the parts add up to the line to the cent.
-import { allocate } from '../../../core/billing/amounts.ts'
-import { D, sumMoney, type Decimal } from '../../../core/money.ts'
+// usage_analytics and usage_breakdown of an invoice's usage lines (GET /v1/invoices/{id}?expand=...), read from the
+// usage analytics over the window the line billed: per event source (usage_analytics) and per value of the meter's
+// group_by property (usage_breakdown), each with its usage, event count, share of the usage and cost. Costs are the
+// line's amount split by usage with allocateByUsage (largest remainder), so each list adds up to the line to the cent.
+import { allocateByUsage } from '../../../core/analytics/allocation.ts'
+import { D, sumMoney } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import { customerViews } from '../../customers/service.ts'
-import { meterUsage } from '../../usage/queries/service.ts'
+import { lineUsage } from '../../usage/analytics/line-usage.ts'
+import type { BreakdownGroup } from '../../usage/analytics/store.ts'
 import type { InvoiceView } from './read.ts'
 
-const share = (part: Decimal, whole: Decimal): Decimal => (whole.isZero() ? new D(0) : part.times(100).div(whole).toDecimalPlaces(2))
+type Line = InvoiceView['line_items'][number]
+
+/** Each group's usage, event count, percentage of the groups' usage (2 places) and cost; none when nothing was used. */
+function shares(line: Line, groups: readonly BreakdownGroup[]) {
+  const usages = groups.map((g) => new D(g.usage))
+  const total = sumMoney(usages)
+  const costs = groups.length > 0 ? allocateByUsage(line.amount, usages, line.currency) : []
+  return groups.map((g, i) => ({
+    usage: usages[i],
+    event_count: new D(g.eventCount),
+    cost: costs[i],
+    percentage: total.isZero() ? new D(0) : usages[i].times(100).div(total).toDecimalPlaces(2),
+  }))
+}
 
 export async function expandUsage(deps: Deps, scope: Scope, invoice: InvoiceView, expand: string[]): Promise<InvoiceView> {
   if (expand.length === 0) return invoice
@@ -21,17 +36,17 @@ export async function expandUsage(deps: Deps, scope: Scope, invoice: InvoiceView
       lines.push(line)
       continue
     }
-    const usage = await meterUsage(deps, scope, { meterId: line.meter_id, externalCustomerId: customers.get(line.customer_id)!.external_id, start: new Date(calc.usage_start), end: new Date(calc.usage_end), billed: true })
-    const total = new D(usage.value.toString())
+    const usage = await lineUsage(deps, scope, { meterId: line.meter_id, externalCustomerId: customers.get(line.customer_id)!.external_id, start: new Date(calc.usage_start), end: new Date(calc.usage_end) })
     const extra: Record<string, unknown> = {}
-    if (expand.includes('usage_analytics')) extra.usage_analytics = [{ source: null, usage: total, cost: line.amount, percentage: new D(100), event_count: null }]
+    if (expand.includes('usage_analytics')) {
+      const bySource = shares(line, usage.bySource)
+      extra.usage_analytics = usage.bySource.map((g, i) => ({ source: g.source ?? '', ...bySource[i] }))
+    }
     if (expand.includes('usage_breakdown')) {
-      const groups = new Map<string, Decimal>()
-      for (const w of usage.results) for (const [g, v] of w.groups) groups.set(g, (groups.get(g) ?? new D(0)).plus(v.toString()))
-      const keys = [...groups.keys()]
-      const values = keys.map((k) => groups.get(k)!)
-      const costs = keys.length > 0 && sumMoney(values).gt(0) ? allocate(line.amount, values, line.currency) : values.map(() => new D(0))
-      extra.usage_breakdown = keys.map((k, i) => ({ grouped_by: { group: k }, usage: values[i], cost: costs[i], percentage: share(values[i], total), event_count: null }))
+      const groups = usage.byGroup ?? []
+      const byGroup = shares(line, groups.map((g) => g.group))
+      const property = Object.keys(groups[0]?.group.properties ?? {})[0]
+      extra.usage_breakdown = groups.map((g, i) => ({ grouped_by: { [property]: g.value }, ...byGroup[i] }))
     }
     lines.push({ ...line, ...extra })
   }

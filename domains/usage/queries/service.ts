@@ -25,6 +25,7 @@ import { fromChDateTime } from '../../../infra/ch-literals.ts'
 import { requireCustomer } from '../../customers/service.ts'
 import { getMeter, queryRules, type Meter } from '../../catalog/meters/service.ts'
 import * as store from './store.ts'
+import type { AnalyticsMeter } from '../analytics/store.ts'
 
 export interface UsageQuery {
   /** Internal customer id; resolved to its external id. */
@@ -176,6 +177,17 @@ function meterSource(deps: Deps, scope: Scope, meter: Meter, rules: MeterRules, 
 const BEGINNING = new Date(0)
 
 const billedRange = <Q extends MeterUsageQuery>(meter: Meter, q: Q): Q => (q.billed && meter.reset_usage === 'NEVER' ? { ...q, start: BEGINNING } : q)
+
+/**
+ * A meter as the analytics store reads it (its ready revision), its group_by property, and the range a read of `q`
+ * covers: from the beginning for a billed read of a reset_usage NEVER meter, as meterUsage reads it.
+ */
+export async function analyticsRead(deps: Deps, scope: Scope, q: Pick<MeterUsageQuery, 'meterId' | 'start' | 'end' | 'billed'>): Promise<{ meter: AnalyticsMeter; groupBy?: string; start: Date; end: Date }> {
+  checkRange(q)
+  const { meter, rules } = await readyRules(deps, scope, q.meterId)
+  const { start, end } = billedRange(meter, q)
+  return { meter: { meterId: meter.id, revision: rules.revision, eventName: meter.event_name, aggregation: rules.aggregation }, groupBy: rules.aggregation.groupBy, start, end }
+}
 
 /** Usage of a stored meter. Throws not_found for an unknown meter, service_unavailable while it is first backfilled. */
 export async function meterUsage(deps: Deps, scope: Scope, query: MeterUsageQuery): Promise<UsageResult> {

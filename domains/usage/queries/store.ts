@@ -5,7 +5,8 @@
 import type { ClickHouse } from '../../../infra/clickhouse.ts'
 import { chDateTime, LONG_QUERY, sqlDateTimeArray, sqlString, sqlStringArray } from '../../../infra/ch-literals.ts'
 import type { Scope } from '../../../core/scope.ts'
-import { DAY, HOUR, MINUTE, splitUnits, type Measure, type Slice } from '../../../core/usage.ts'
+import { DAY, HOUR, MINUTE, type Measure, type Slice } from '../../../core/usage.ts'
+import { planSources, type PlannedSource, type Range } from '../../../core/analytics/sources.ts'
 
 export interface SliceQuery {
   scope: Scope
@@ -54,8 +55,6 @@ const MEASURE_SQL: Record<Measure, { view: (time: string) => string; raw: string
   latest: { view: () => 'latest', raw: 'argMaxState(value, (timestamp, event_id))', merge: 'argMaxMerge' },
 }
 
-/** Beyond this many cut units, a rollup is skipped and the finer source reads its units (a long OR of ranges costs more). */
-const MAX_SPLITS = 64
 /**
  * ClickHouse compiles an expression the fourth time it sees its shape, inside that query: 25-30 ms more, once
  * per query shape and process, for aggregations over at most thousands of rollup rows where compiled code
@@ -135,57 +134,8 @@ function filterSql(q: SliceQuery, params: Record<string, unknown>): string {
   return `AND event_id IN (SELECT id FROM events WHERE ${eventWhere({ ...q.eventFilter, scope: q.scope, externalCustomerIds: q.externalCustomerIds }, params)})`
 }
 
-/** [from, to) in epoch milliseconds. */
-type Range = [number, number]
-
-/** Units starting at `starts`, each `unit` long. */
-interface Units {
-  starts: Date[]
-  unit: number
-}
-
-/**
- * Rows of one source: a rollup, or raw meter_usage rows (no rollup), with their time in one of `ranges`: the
- * range asked, within the units a coarser source left (`within`) but not in the units cut here (`cut`).
- */
-interface Source {
-  rollup?: (typeof ROLLUPS)[number]
-  ranges: Range[]
-  within?: Units
-  cut?: Units
-}
-
-// `ranges` without the units starting at `cut` (sorted, each `unit` long).
-function withoutUnits(ranges: Range[], cut: Date[], unit: number): Range[] {
-  const out: Range[] = []
-  for (const [a, b] of ranges) {
-    let from = a
-    for (const c of cut) {
-      const u = c.getTime()
-      if (u + unit <= from || u >= b) continue
-      if (u > from) out.push([from, u])
-      from = Math.max(from, u + unit)
-    }
-    if (from < b) out.push([from, b])
-  }
-  return out
-}
-
-// The parts of `ranges` within the units starting at `cut`, adjacent ones joined.
-function withinUnits(ranges: Range[], cut: Date[], unit: number): Range[] {
-  const out: Range[] = []
-  for (const [a, b] of ranges) {
-    for (const c of cut) {
-      const from = Math.max(a, c.getTime())
-      const to = Math.min(b, c.getTime() + unit)
-      if (from >= to) continue
-      const last = out[out.length - 1]
-      if (last && last[1] === from) last[1] = to
-      else out.push([from, to])
-    }
-  }
-  return out
-}
+/** A planned source (core/analytics/sources) with the rollup it reads, if any. */
+type Source = Omit<PlannedSource, 'rollup'> & { rollup?: (typeof ROLLUPS)[number] }
 
 /** Up to this many ranges, a source's rows are selected by the ranges themselves; beyond, by units. */
 const PLAIN_RANGES = 4
@@ -219,44 +169,11 @@ function sourceWhere(source: Source, name: string, params: Record<string, unknow
   return sql
 }
 
-/**
- * A rollup with cut units adds a source to the query, about as costly in chDB as reading this many rows of the
- * finer rollup (each source is a table read of its own: a few milliseconds of planning and index analysis).
- */
-const SOURCE_ROWS = 20_000
-/**
- * Raw meter_usage rows are counted, for that cost, as one per customer per second (the rollups' rows as one per
- * customer per unit): one customer's billing-anchored month then reads the two hours its boundaries cut as raw
- * rows rather than as minutes plus the raw rows of the two cut minutes, one source fewer (p50 13 ms instead of 17).
- * A customer sending far more than one event a second reads more raw rows there, at most its two hours' events.
- */
-const RAW_ROW_MS = 1000
-
-// Each rollup reads the units the coarser ones left to it (the whole range for the first one read) except those
-// a slice boundary cuts, which go to the next source; raw rows take the units left. A rollup is skipped, its
-// units going to the next source, when every unit left is cut, when too many are, or when the finer rows it
-// would save (one customer's month: 28 days of 24 hours; two cut hours: 118 minutes of raw rows) cost less
-// than a source of its own.
+// Which rows each rollup reads and which go to raw rows: core/analytics/sources, the plan the analytics reads use
+// (it skips a rollup whose units left are all cut, where this file's own copy added a source with no range).
 function viewSources(q: SliceQuery): Source[] {
-  const start = q.slices[0].start.getTime()
-  const end = q.slices[q.slices.length - 1].end.getTime()
-  const customers = q.externalCustomerIds?.length ?? Infinity
-  const sources: Source[] = []
-  let left: Units | undefined
-  let ranges: Range[] = [[start, end]]
-  for (const [i, r] of ROLLUPS.entries()) {
-    const cut = splitUnits(q.slices, r.unit)
-    const units = left ? left.starts.length * (left.unit / r.unit) : Math.floor((end - 1) / r.unit) - Math.floor(start / r.unit) + 1
-    const saved = (units - cut.length) * (r.unit / (ROLLUPS[i + 1]?.unit ?? RAW_ROW_MS) - 1) * customers
-    if (cut.length === units || cut.length > MAX_SPLITS || (cut.length > 0 && saved < SOURCE_ROWS)) continue
-    // Every range ends on a unit boundary or inside a cut unit: what is left holds whole units only.
-    sources.push({ rollup: r, ranges: withoutUnits(ranges, cut, r.unit), within: left, cut: { starts: cut, unit: r.unit } })
-    if (cut.length === 0) return sources
-    ranges = withinUnits(ranges, cut, r.unit)
-    left = { starts: cut, unit: r.unit }
-  }
-  sources.push({ ranges, within: left })
-  return sources
+  const planned = planSources(q.slices, ROLLUPS.map((r) => r.unit), q.externalCustomerIds?.length ?? Infinity)
+  return planned.map(({ rollup, ...s }) => (rollup === undefined ? s : { ...s, rollup: ROLLUPS[rollup] }))
 }
 
 export async function sliceAggregates(ch: ClickHouse, q: SliceQuery): Promise<SliceRow[]> {

@@ -132,3 +132,20 @@ describe('time zones', () => {
     ])
   })
 })
+
+describe('the whole environment over a range cut inside its first and last hour', () => {
+  // [Feb 15 23:30, Mar 1 00:30): the days at both ends reach outside the range and each hour inside it is cut,
+  // so hours read nothing and raw rows take both ends (the plan once added an hourly source with no range: `AND ()`).
+  it('counts every customer’s events at both ends and in the whole days between', async () => {
+    const cut = await readyMeter(h, { name: 'cut ends', event_name: 'cut.call', aggregation: { type: 'COUNT' } })
+    await send(h, [
+      { id: 'cut-a', at: '2024-02-15T23:29:59.999Z', customer: 'cut-1' },
+      { id: 'cut-b', at: '2024-02-15T23:30:00.000Z', customer: 'cut-1' },
+      { id: 'cut-c', at: '2024-02-20T12:00:00.000Z', customer: 'cut-2' },
+      { id: 'cut-d', at: '2024-03-01T00:29:59.999Z', customer: 'cut-2' },
+      { id: 'cut-e', at: '2024-03-01T00:30:00.000Z', customer: 'cut-1' },
+    ], { customer: 'cut-1', name: 'cut.call' })
+    const r = await usage(h, { meter_id: cut, start_time: '2024-02-15T23:30:00Z', end_time: '2024-03-01T00:30:00Z' })
+    expect(r.value).toBe('3')
+  })
+})

@@ -1,0 +1,104 @@
+// Usage analytics over many events: p50/p99 of POST /v1/events/analytics's service function (usage by source per
+// day, and its cost priced from the customers' subscriptions) for one customer's month and for the whole environment,
+// next to same-run baselines: the breakdown read alone (usageBreakdown, the same groups and points without cost) and
+// the usage query (meterUsage, one meter's daily values). Events are generated inside ClickHouse through the same
+// event_batches views the batch writer uses, in three sources.
+import { loadConfig } from '../core/config.ts'
+import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
+import { features } from '../domains/catalog/features/service.ts'
+import { createOffering } from '../domains/catalog/offerings/service.ts'
+import { PLAN } from '../domains/catalog/offerings/kinds.ts'
+import { createCustomer } from '../domains/customers/service.ts'
+import { createSubscription } from '../domains/subscriptions/service.ts'
+import { usageAnalytics, type AnalyticsRequest } from '../domains/analytics/service.ts'
+import { usageBreakdown } from '../domains/usage/analytics/store.ts'
+import { meterUsage } from '../domains/usage/queries/service.ts'
+import { startRoles } from '../roles.ts'
+import { benchDataDir, fmt, percentile, report } from './common.ts'
+
+const N = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000)
+const CUSTOMERS = 10
+const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 100)
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('analytics'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' }
+const running = await startRoles(loadConfig(env), ['api'])
+const { deps } = running
+const tenant = running.bootstrap!
+const scope = { tenantId: tenant.tenantId, environmentId: tenant.environments.production }
+const actor = { ...scope, keyId: 'bench', roles: ['admin' as const] }
+const meter = await createMeter(deps, actor, { name: 'tokens', event_name: 'api.call', aggregation: { type: 'SUM', field: 'tokens' } })
+while ((await getMeter(deps, scope, meter.id)).ready_revision === 0) await new Promise((r) => setTimeout(r, 200))
+await features.create(deps, actor, { name: 'Tokens', type: 'metered', meter_id: meter.id } as never)
+const plan = await createOffering(deps, actor, PLAN, {
+  name: 'Bench plan',
+  prices: [{ currency: 'USD', type: 'USAGE', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '0.001', meter_id: meter.id, display_name: 'Tokens' }],
+} as never)
+for (let i = 0; i < CUSTOMERS; i++) {
+  const c = await createCustomer(deps, actor, { external_id: `cust-${i}`, name: `Customer ${i}` })
+  await createSubscription(deps, actor, { customer_id: c.id, plan_id: plan.id, currency: 'USD', billing_period: 'MONTHLY', start_date: '2024-03-01T00:00:00Z' })
+}
+
+// N events over March 2024, CUSTOMERS customers, sources sdk-0..2, tokens 0..999, each with its meter row.
+const loadStart = performance.now()
+const month = 31 * 86_400_000
+for (let from = 0; from < N; from += 1_000_000) {
+  await deps.ch.client.command({
+    query: `INSERT INTO event_batches (kind, tenant_id, environment_id, id, external_customer_id, customer_id, event_name, source,
+        timestamp, received_at, properties, reason, expires_at, meter_ids, revisions, meter_values, group_values, unique_values)
+      SELECT 'stored', {t:String}, {e:String}, concat('a', toString(number)), concat('cust-', toString(number % ${CUSTOMERS})), '', 'api.call',
+        concat('sdk-', toString(intDiv(number, ${CUSTOMERS}) % 3)),
+        fromUnixTimestamp64Milli(toInt64(1709251200000 + intDiv(number * ${month}, ${N})), 'UTC'), now64(3), concat('{"tokens":', toString(number % 1000), '}'),
+        '', now() + INTERVAL 35 DAY, [{m:String}], [toUInt32(1)], [toDecimal128(number % 1000, 12)], [''], ['']
+      FROM numbers(${from}, ${Math.min(1_000_000, N - from)})`,
+    query_params: { t: scope.tenantId, e: scope.environmentId, m: meter.id },
+    clickhouse_settings: { max_insert_block_size: '1000000' },
+  })
+}
+const loadSeconds = (performance.now() - loadStart) / 1000
+for (;;) {
+  const rs = await deps.ch.client.query({ query: 'SELECT count() AS n FROM system.merges', format: 'JSONEachRow' })
+  if (Number(((await rs.json()) as { n: string }[])[0].n) === 0) break
+  await new Promise((r) => setTimeout(r, 500))
+}
+for (const table of ['meter_usage_1m', 'meter_usage_1h', 'meter_usage_1d', 'meter_usage_by_source_1h', 'meter_usage_by_source_env_1h']) await deps.ch.client.command({ query: `OPTIMIZE TABLE ${table} FINAL` })
+
+const start = new Date('2024-03-01T00:00:00Z')
+const end = new Date('2024-04-01T00:00:00Z')
+const request = (customer?: string): AnalyticsRequest => ({ start, end, externalCustomerId: customer, groupBy: ['source'], windowSize: 'DAY', expand: [], includeChildren: false, limit: 50, offset: 0 })
+
+async function time(run: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  const times: number[] = []
+  for (let i = 0; i < RUNS + 3; i++) {
+    const t = performance.now()
+    await run()
+    if (i >= 3) times.push(performance.now() - t)
+  }
+  times.sort((a, b) => a - b)
+  return { p50: percentile(times, 50), p99: percentile(times, 99) }
+}
+
+const rows: string[] = []
+for (const [label, customer] of [[`one customer (${fmt(N / CUSTOMERS)} events)`, 'cust-3'], [`whole environment (${fmt(N)} events, ${CUSTOMERS} subscriptions priced)`, undefined]] as const) {
+  const analytics = await time(() => usageAnalytics(deps, actor, request(customer)))
+  const meters = [{ meterId: meter.id, revision: 1, eventName: 'api.call', aggregation: { type: 'SUM' as const } }]
+  const breakdown = await time(() => usageBreakdown(deps.ch, { scope, meters, externalCustomerIds: customer ? [customer] : undefined, start, end, windowSize: 'DAY', groupBy: ['source'] }))
+  const usage = await time(() => meterUsage(deps, scope, { meterId: meter.id, externalCustomerId: customer, start, end, windowSize: 'DAY' }))
+  const answer = await usageAnalytics(deps, actor, request(customer))
+  rows.push(
+    `| ${label} | ${fmt(analytics.p50, 1)} | ${fmt(analytics.p99, 1)} | ${fmt(breakdown.p50, 1)} | ${fmt(breakdown.p99, 1)} | ${fmt(analytics.p50 / breakdown.p50, 2)} | ${fmt(usage.p50, 1)} | ${answer.totalCost.toFixed()} |`,
+  )
+}
+await running.stop()
+
+report(`## Usage analytics
+
+${fmt(N)} events over March 2024 for ${CUSTOMERS} customers in 3 sources (generated in ClickHouse in ${fmt(loadSeconds, 1)} s through the
+event_batches views, rollups then merged), one SUM meter with its feature, each customer subscribed to a plan pricing it at
+0.001 a token. \`usageAnalytics\` (POST /v1/events/analytics's service) with group_by [source] and window_size DAY: the
+breakdown read of 31 daily points per source and the cost of each customer's line per day (its usage before and in the
+range, priced by computeInvoice per window), ${RUNS} runs after 3 warm-up runs, chDB in process. Same-run baselines: the
+breakdown read alone (no cost) and the usage query of the meter per day (\`meterUsage\`).
+
+| query | analytics p50 ms | analytics p99 ms | breakdown only p50 ms | breakdown only p99 ms | analytics ÷ breakdown (p50) | usage query p50 ms | total_cost |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+${rows.join('\n')}`)
+process.exit(0)

@@ -1,0 +1,221 @@
+// What usage cost over a range, as the invoices bill it. The customers' subscription line items are priced by the
+// billing code itself: the billing points of each subscription's cycle (core/billing/cycle) and their usage charges,
+// each line's price, the plan's allowance for its meter and the subscription's commitment (invoicing's billing.ts),
+// priced together per billing period by core/analytics periodCosts. Within a period, a window costs what the lines'
+// amounts grew by from its start to its end, usage being counted from the period's start (an allowance used up
+// before the range is used up): for a closed period read whole, the windows add up to the invoice line's amount.
+import { cumulativeUsage, periodCosts } from '../../core/analytics/allocation.ts'
+import { billingPoints, pointCharges, type BillingPoint, type Charge } from '../../core/billing/cycle.ts'
+import { validationError } from '../../core/errors.ts'
+import { D, type Decimal } from '../../core/money.ts'
+import type { WindowSize } from '../../core/periods.ts'
+import type { PriceInput } from '../../core/pricing/index.ts'
+import type { Actor, Scope } from '../../core/scope.ts'
+import { queryWindows, type CalendarOptions } from '../../core/usage.ts'
+import type { Deps } from '../../infra/deps.ts'
+import type { Meter } from '../catalog/meters/service.ts'
+import { listSubscriptions, type LineItemRow, type SubscriptionRow } from '../subscriptions/read.ts'
+import { meterUsageByCustomer, type UsageResult } from '../usage/queries/service.ts'
+import { allowanceOf, cycleLine, cycleOf, loadContexts, subscriptionCommitment, type BillingContext } from '../invoicing/invoices/billing.ts'
+
+export interface CostQuery {
+  meters: Meter[]
+  /** Internal ids of the customers whose lines are priced; absent: every subscription of the environment. */
+  customerIds?: string[]
+  start: Date
+  end: Date
+  windowSize?: WindowSize
+  calendar: CalendarOptions
+}
+
+export interface MeterCost {
+  /** What each window of the range cost (one window without a window size). */
+  windows: Decimal[]
+  /** The same per customer (external id). */
+  customers: Map<string, Decimal[]>
+  /** The subscription line items that priced the meter's usage. */
+  lines: LineItemRow[]
+  /** With exactly one subscription with a commitment: its terms and how the meter's lines met it at the range's end. */
+  commitment: { amount: string; overage_factor: string | null; true_up_enabled: boolean; utilized: Decimal; overage: Decimal } | null
+}
+
+export interface Costs {
+  /** The subscriptions' currency; null when no line prices these meters. */
+  currency: string | null
+  meters: Map<string, MeterCost>
+}
+
+/** A usage charge of one billing period, what the read covers of it, and the usage up to each instant. */
+interface PricedCharge {
+  row: LineItemRow
+  charge: Charge
+  customer: string
+  /** The part of the charge inside the range. */
+  from: Date
+  to: Date
+  cumulative?: Decimal[]
+}
+
+/** One billing period of one subscription: its usage charges in invoice order, and the instants the range cuts it at. */
+interface PeriodUnit {
+  ctx: BillingContext
+  point: BillingPoint & { arrear: NonNullable<BillingPoint['arrear']> }
+  charges: PricedCharge[]
+  /** The read's start in the period, the window ends inside it, its end. */
+  instants: Date[]
+}
+
+const systemActor = (scope: Scope): Actor => ({ ...scope, keyId: 'system', roles: ['admin'] })
+
+async function subscriptionsOf(deps: Deps, scope: Scope, customerIds: string[] | undefined): Promise<SubscriptionRow[]> {
+  if (customerIds?.length === 0) return []
+  const all: SubscriptionRow[] = []
+  for (let offset = 0; ; offset += 1000) {
+    const page = await listSubscriptions(deps, systemActor(scope), {
+      params: { limit: 1000, offset, sort: 'created_at', order: 'asc', status: 'published', metadata: {} },
+      filters: customerIds ? { customer_ids: customerIds } : {},
+    })
+    all.push(...page.items)
+    if (offset + 1000 >= page.pagination.total) return all
+  }
+}
+
+const later = (a: Date, b: Date) => (a > b ? a : b)
+const earlier = (a: Date, b: Date) => (a < b ? a : b)
+
+/** The billing periods of `ctx`'s subscription that the range reaches, with their usage charges of `meters`. */
+function unitsOf(ctx: BillingContext, q: CostQuery, windowEnds: Date[]): PeriodUnit[] {
+  const meters = new Set(q.meters.map((m) => m.id))
+  const { sub, lines } = ctx.members[0]
+  const rows = new Map(lines.map((l) => [l.id, l]))
+  const units: PeriodUnit[] = []
+  for (const point of billingPoints(cycleOf(sub))) {
+    const span = point.arrear
+    if (!span) continue
+    if (span.start >= q.end) break
+    if (span.end <= q.start) continue
+    const from = later(q.start, span.start)
+    const to = earlier(q.end, span.end)
+    const charges = pointCharges(point, lines.map(cycleLine), { prorate: false })
+      .filter((c) => c.kind === 'usage' && meters.has(rows.get(c.line.id)!.meter_id!))
+      .map((charge) => {
+        const row = rows.get(charge.line.id)!
+        return { row, charge, customer: ctx.customers.get(row.customer_id)!.external_id, from: later(from, charge.period.start), to: earlier(to, charge.period.end) }
+      })
+      .filter((c) => c.from < c.to)
+    if (charges.length === 0) continue
+    units.push({ ctx, point: point as PeriodUnit['point'], charges, instants: [from, ...windowEnds.filter((t) => t > from && t < to), to] })
+  }
+  return units
+}
+
+const NON_DERIVABLE = new Set(['COUNT_UNIQUE', 'AVG', 'WEIGHTED_SUM'])
+
+/** A usage result's value as cumulativeUsage reads it per window: a group_by meter's groups each, added up. */
+function runningUsage(meter: Meter, opening: UsageResult | undefined, windows: UsageResult): Decimal[] {
+  const groups = new Set<string>([...windows.results.flatMap((w) => [...w.groups.keys()]), ...(opening?.results[0]?.groups.keys() ?? [])])
+  const keys = groups.size === 0 ? [undefined] : [...groups]
+  const bucketed = meter.aggregation.bucket_size !== undefined && meter.aggregation.bucket_size !== null
+  const perGroup = keys.map((g) =>
+    cumulativeUsage(
+      meter.aggregation.type,
+      windows.results.map((w) => ({ eventCount: new D(1), usage: g === undefined ? w.value : (w.groups.get(g) ?? new D(0)) })),
+      { bucketed, opening: opening ? (g === undefined ? opening.value : (opening.results[0]?.groups.get(g) ?? new D(0))) : undefined },
+    ),
+  )
+  return windows.results.map((_, i) => perGroup.reduce((a, c) => a.plus(c[i]), new D(0)))
+}
+
+/**
+ * Each charge's usage from its period's start to each of its unit's instants (clamped to the part of the charge in
+ * the range), read for all customers of a meter and range at once: the usage before `from` and the windows of
+ * [from, to), run up by cumulativeUsage; aggregations whose windows do not add up are read to each instant. A meter
+ * that never resets counts from its beginning, as billed.
+ */
+async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUnit[]): Promise<void> {
+  const meters = new Map(q.meters.map((m) => [m.id, m]))
+  const batches = new Map<string, { unit: PeriodUnit; c: PricedCharge }[]>()
+  for (const unit of units) {
+    for (const c of unit.charges) {
+      const key = `${c.row.meter_id}|${c.charge.period.start.getTime()}|${c.from.getTime()}|${c.to.getTime()}`
+      batches.set(key, [...(batches.get(key) ?? []), { unit, c }])
+    }
+  }
+  for (const batch of batches.values()) {
+    const { from, to, charge, row } = batch[0].c
+    const meter = meters.get(row.meter_id!)!
+    const customers = [...new Set(batch.map((b) => b.c.customer))]
+    const read = (start: Date, end: Date, windowSize?: WindowSize) =>
+      meterUsageByCustomer(deps, scope, { meterId: meter.id, externalCustomerIds: customers, start, end, windowSize, ...q.calendar })
+    const periodStart = meter.reset_usage === 'NEVER' ? new Date(0) : charge.period.start
+    // Per customer: the usage from the period's start to `from`, and to each window end after it.
+    const at = new Map<string, Map<number, Decimal>>(customers.map((id) => [id, new Map()]))
+    const opening = periodStart < from ? await read(periodStart, from) : undefined
+    for (const id of customers) at.get(id)!.set(from.getTime(), opening?.get(id)?.value ?? new D(0))
+    if (NON_DERIVABLE.has(meter.aggregation.type)) {
+      const ends = [...new Set(batch.flatMap((b) => b.unit.instants.filter((t) => t > from && t <= to).map((t) => t.getTime())))]
+      for (const t of ends) for (const [id, r] of await read(periodStart, new Date(t))) at.get(id)!.set(t, r.value)
+    } else {
+      const windows = await read(from, to, q.windowSize)
+      for (const id of customers) {
+        const running = runningUsage(meter, opening?.get(id), windows.get(id)!)
+        windows.get(id)!.results.forEach((w, i) => at.get(id)!.set(w.end.getTime(), running[i]))
+      }
+    }
+    for (const { unit, c } of batch) {
+      const values = at.get(c.customer)!
+      c.cumulative = unit.instants.map((t) => values.get((t <= from ? from : t >= to ? to : t).getTime()) ?? new D(0))
+    }
+  }
+}
+
+/**
+ * The cost of the usage of `q.meters` over the range, per meter and window, from the line items of the customers'
+ * subscriptions (every subscription of the environment without customers). One currency per answer: lines in
+ * several currencies are a validation_error (docs/decisions.md).
+ */
+export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promise<Costs> {
+  const windows = queryWindows(q.start, q.end, q.windowSize, q.calendar)
+  const subs = await subscriptionsOf(deps, scope, q.customerIds)
+  const contexts = subs.length === 0 ? new Map() : await loadContexts(deps, scope, subs)
+  const units = [...contexts.values()].flatMap((ctx) => unitsOf(ctx, q, windows.slice(0, -1).map((w) => w.end)))
+  const currencies = [...new Set(units.map((u) => u.ctx.sub.currency))].sort()
+  if (currencies.length > 1) {
+    throw validationError('external_customer_id', `the usage is billed in several currencies (${currencies.join(', ')}): ask for customers of one currency at a time`)
+  }
+  await readUsage(deps, scope, q, units)
+  const meters = new Map<string, MeterCost>()
+  const costOf = (meterId: string) => {
+    let m = meters.get(meterId)
+    if (!m) meters.set(meterId, (m = { windows: windows.map(() => new D(0)), customers: new Map(), lines: [], commitment: null }))
+    return m
+  }
+  const committed = new Set<string>()
+  for (const unit of units) {
+    const sub = unit.ctx.sub
+    const commitment = sub.commitment_amount === null ? null : subscriptionCommitment(sub, unit.point.arrear, []).commitment
+    const priced = periodCosts(
+      unit.charges.map((c) => c.cumulative!),
+      { currency: sub.currency, lines: unit.charges.map((c) => ({ price: c.row.price as unknown as PriceInput, allowance: allowanceOf(unit.ctx, c.row) })), commitment },
+      unit.charges.map((c) => c.charge.period.start >= unit.instants[0]),
+    )
+    unit.charges.forEach((c, k) => {
+      const m = costOf(c.row.meter_id!)
+      if (!m.lines.some((l) => l.id === c.row.id)) m.lines.push(c.row)
+      let own = m.customers.get(c.customer)
+      if (!own) m.customers.set(c.customer, (own = windows.map(() => new D(0))))
+      priced.costs[k].forEach((cost, i) => {
+        const w = windows.findIndex((x) => x.start <= unit.instants[i] && unit.instants[i] < x.end)
+        m.windows[w] = m.windows[w].plus(cost)
+        own[w] = own[w].plus(cost)
+      })
+      if (commitment && priced.commitment) {
+        committed.add(sub.id)
+        m.commitment = { amount: commitment.amount, overage_factor: commitment.overage_factor ?? null, true_up_enabled: commitment.true_up_enabled ?? false, ...priced.commitment[k] }
+      }
+    })
+  }
+  // Commitment figures describe one subscription's period; across several they would add unlike things.
+  if (committed.size > 1) for (const m of meters.values()) m.commitment = null
+  return { currency: currencies[0] ?? null, meters }
+}

@@ -1,0 +1,128 @@
+// The analytics export (POST /v1/events/analytics/export): one CSV row per customer, meter (its feature), source,
+// property values and window with events, streamed from ClickHouse (analytics store streamBreakdown, a customer's rows
+// of a meter together). Each row's cost is the customer's cost of that meter and window (costs.ts, computed before the
+// first row) split over the customer's rows of the window by usage (allocateByUsage): the rows add up to the
+// customer's line amounts. Memory holds one customer's rows of one meter, the customers met, and the costs.
+import { allocateByUsage } from '../../core/analytics/allocation.ts'
+import type { CsvColumn, CsvValue } from '../../core/csv.ts'
+import { AppError } from '../../core/errors.ts'
+import { D, type Decimal } from '../../core/money.ts'
+import type { Actor } from '../../core/scope.ts'
+import type { Deps } from '../../infra/deps.ts'
+import { findCustomerByExternalId, type CustomerRow } from '../customers/service.ts'
+import { streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
+import { breakdownKeys, costsOf, resolveRequest, windowsOf, type AnalyticsRequest } from './service.ts'
+
+export interface AnalyticsExportRequest extends AnalyticsRequest {
+  /** Customer metadata keys, one column each. */
+  metadataColumns: string[]
+}
+
+export interface AnalyticsExport {
+  filename: string
+  columns: CsvColumn[]
+  rows(signal: AbortSignal): AsyncIterable<CsvValue[]>
+}
+
+const NUMBER = 'number' as const
+
+/** The columns: fixed ones, one per grouped property, one per metadata key. */
+function columnsOf(keys: string[], metadata: string[]): CsvColumn[] {
+  return [
+    { name: 'window_start' },
+    { name: 'customer_id' },
+    { name: 'external_customer_id' },
+    { name: 'customer_name' },
+    { name: 'meter_id' },
+    { name: 'meter_name' },
+    { name: 'feature_id' },
+    { name: 'feature_name' },
+    { name: 'source' },
+    ...keys.filter((k) => k.startsWith('properties.')).map((name) => ({ name })),
+    { name: 'event_count', kind: NUMBER },
+    { name: 'usage', kind: NUMBER },
+    { name: 'cost', kind: NUMBER },
+    { name: 'currency' },
+    ...metadata.map((k) => ({ name: `metadata.${k}` })),
+  ]
+}
+
+/** The request checked now (group_by); the rest is resolved, and refused with an error body, before the first row. */
+export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequest): AnalyticsExport {
+  const keys = breakdownKeys(r.groupBy)
+  const metadata = [...new Set(r.metadataColumns)]
+  return {
+    filename: `usage-${r.start.toISOString()}-${r.end.toISOString()}.csv`.replace(/:/g, ''),
+    columns: columnsOf(keys, metadata),
+    async *rows(signal) {
+      const resolved = await resolveRequest(deps, actor, r)
+      if (resolved.meters.length === 0) return
+      const costs = await costsOf(deps, actor, r, resolved)
+      const currency = costs.currency ?? ''
+      const windows = windowsOf(r)
+      const windowOf = new Map(windows.map((w, i) => [w.windowStart.getTime(), i]))
+      const meters = new Map(resolved.meters.map((m) => [m.id, m]))
+      const known = new Map<string, CustomerRow | null>()
+      const customer = async (externalId: string) => {
+        if (!known.has(externalId)) {
+          known.set(
+            externalId,
+            await findCustomerByExternalId(deps, actor, externalId).catch((err: unknown) => {
+              if (err instanceof AppError && err.code === 'not_found') return null
+              throw err
+            }),
+          )
+        }
+        return known.get(externalId)!
+      }
+      const properties = keys.filter((k) => k.startsWith('properties.')).map((k) => k.slice('properties.'.length))
+      // One customer's rows of one meter: each window's cost split over them by usage.
+      async function* flush(rows: BreakdownRow[]): AsyncGenerator<CsvValue[]> {
+        const meter = meters.get(rows[0].meterId)!
+        const externalId = rows[0].externalCustomerId!
+        const c = await customer(externalId)
+        const perWindow = costs.meters.get(meter.id)?.customers.get(externalId)
+        const cost = new Map<BreakdownRow, Decimal>()
+        if (perWindow && currency) {
+          const byWindow = new Map<number, BreakdownRow[]>()
+          for (const row of rows) {
+            const w = windowOf.get(row.windowStart.getTime()) ?? 0
+            byWindow.set(w, [...(byWindow.get(w) ?? []), row])
+          }
+          for (const [w, list] of byWindow) allocateByUsage(perWindow[w], list.map((x) => new D(x.usage).abs()), currency).forEach((v, k) => cost.set(list[k], v))
+        }
+        for (const feature of resolved.features.filter((f) => f.meter_id === meter.id)) {
+          for (const row of rows) {
+            yield [
+              row.windowStart.toISOString(),
+              c?.id ?? null,
+              externalId,
+              c?.name ?? null,
+              meter.id,
+              meter.name,
+              feature.id,
+              feature.name,
+              row.source ?? null,
+              ...properties.map((p) => row.properties?.[p] ?? null),
+              new D(row.eventCount),
+              new D(row.usage),
+              cost.get(row) ?? new D(0),
+              currency,
+              ...metadata.map((k) => (c?.metadata as Record<string, string> | null)?.[k] ?? null),
+            ]
+          }
+        }
+      }
+      let current: BreakdownRow[] = []
+      const stream = streamBreakdown(deps.ch, { ...resolved.query, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })
+      for await (const row of stream) {
+        if (current.length > 0 && (current[0].meterId !== row.meterId || current[0].externalCustomerId !== row.externalCustomerId)) {
+          yield* flush(current)
+          current = []
+        }
+        current.push(row)
+      }
+      if (current.length > 0) yield* flush(current)
+    },
+  }
+}

@@ -1,0 +1,264 @@
+// Usage analytics (POST /v1/events/analytics): who used which feature, from which source, with which property values,
+// over a range and per window, and what it cost. Usage comes from the breakdown reads (domains/usage/analytics/store),
+// cost from the customers' subscription line items priced by the billing code (costs.ts), split over a meter's groups
+// by usage per window (core/analytics allocateByUsage), so a meter's items add up to what its lines bill.
+import { allocateByUsage } from '../../core/analytics/allocation.ts'
+import { AppError, serviceUnavailable, validationError } from '../../core/errors.ts'
+import { D, sumMoney, type Decimal } from '../../core/money.ts'
+import type { WindowSize } from '../../core/periods.ts'
+import type { Actor, Scope } from '../../core/scope.ts'
+import { queryWindows } from '../../core/usage.ts'
+import type { Deps } from '../../infra/deps.ts'
+import { features as featureRecords, type FeatureView } from '../catalog/features/service.ts'
+import { metersByIds, type Meter } from '../catalog/meters/service.ts'
+import { ADDON, PLAN } from '../catalog/offerings/kinds.ts'
+import { getOffering } from '../catalog/offerings/service.ts'
+import { customerViews, findCustomerByExternalId, type CustomerView } from '../customers/service.ts'
+import { listSubscriptions, type LineItemRow } from '../subscriptions/read.ts'
+import { propertyBreakdown, usageBreakdown, type BreakdownGroup, type BreakdownPage, type PropertyBreakdownQuery } from '../usage/analytics/store.ts'
+import { usageCosts, type Costs, type MeterCost } from './costs.ts'
+
+export const EXPANDABLE = ['feature', 'meter', 'price', 'plan', 'addon', 'subscription_line_item'] as const
+export type Expandable = (typeof EXPANDABLE)[number]
+
+export interface AnalyticsRequest {
+  start: Date
+  end: Date
+  /** Absent: the whole environment. */
+  externalCustomerId?: string
+  featureIds?: string[]
+  sources?: string[]
+  /** 'source', 'feature_id', 'properties.<name>'. */
+  groupBy: string[]
+  windowSize?: WindowSize
+  billingAnchor?: Date
+  timeZone?: string
+  expand: Expandable[]
+  /** The customer's children (customers of subscriptions whose parent is one of the customer's) rolled in. */
+  includeChildren: boolean
+  propertyFilters?: Record<string, string[]>
+  limit: number
+  offset: number
+}
+
+interface AnalyticsPoint {
+  timestamp: Date
+  usage: string
+  cost: Decimal
+  eventCount: number
+}
+
+export interface AnalyticsItem {
+  feature: FeatureView
+  meter: Meter
+  /** The one line item that priced the meter, when exactly one did (one customer's subscription). */
+  line: LineItemRow | null
+  /** Grouped by source: the group's source. */
+  source: string | null
+  sources: string[]
+  group: Record<string, string | null>
+  properties: Record<string, string | null>
+  eventCount: number
+  totalUsage: string
+  totalCost: Decimal
+  commitment: MeterCost['commitment']
+  points?: AnalyticsPoint[]
+  expanded: Partial<Record<Expandable, unknown>>
+}
+
+export interface Analytics {
+  currency: string
+  totalCost: Decimal
+  items: AnalyticsItem[]
+  pagination: { total: number; limit: number; offset: number }
+}
+
+const systemActor = (scope: Scope): Actor => ({ ...scope, keyId: 'system', roles: ['admin'] })
+
+/** The request's group_by keys for the breakdown store; feature_id is always a group (an item is one feature's). */
+export function breakdownKeys(groupBy: string[]): string[] {
+  const keys: string[] = []
+  for (const key of groupBy) {
+    if (key === 'feature_id') continue
+    if (key !== 'source' && !(key.startsWith('properties.') && key.length > 'properties.'.length)) {
+      throw validationError('group_by', `cannot group by ${JSON.stringify(key)}: use source, feature_id or properties.<name>`)
+    }
+    if (!keys.includes(key)) keys.push(key)
+  }
+  return keys
+}
+
+/** The metered features asked for (every metered feature without feature_ids): unknown ids are not_found naming feature_ids. */
+async function featuresOf(deps: Deps, actor: Actor, ids: string[] | undefined): Promise<FeatureView[]> {
+  const all: FeatureView[] = []
+  const wanted = ids ? [...new Set(ids)] : undefined
+  for (let offset = 0; ; offset += 1000) {
+    const page = await featureRecords.list(deps, actor, {
+      params: { limit: 1000, offset, sort: 'created_at', order: 'asc', status: 'published', metadata: {} },
+      filters: wanted ? { feature_ids: wanted } : { type: 'metered' },
+    })
+    all.push(...page.items)
+    if (offset + 1000 >= page.pagination.total) break
+  }
+  if (wanted) {
+    const missing = wanted.filter((id) => !all.some((f) => f.id === id))
+    if (missing.length > 0) throw new AppError('not_found', `feature ${missing.join(', ')} not found`, { feature_ids: missing })
+    const unmetered = all.filter((f) => f.type !== 'metered' || !f.meter_id)
+    if (unmetered.length > 0) throw validationError('feature_ids', `feature ${unmetered.map((f) => f.id).join(', ')} is not metered: it has no usage`)
+  }
+  return all.filter((f) => f.meter_id)
+}
+
+/** The customer and, with include_children, the customers of subscriptions whose parent is one of its subscriptions. */
+async function customersOf(deps: Deps, scope: Scope, externalId: string, includeChildren: boolean): Promise<CustomerView[]> {
+  const customer = await findCustomerByExternalId(deps, scope, externalId.trim())
+  const ids = new Set([customer.id])
+  if (includeChildren) {
+    const list = (filters: Record<string, unknown>) =>
+      listSubscriptions(deps, systemActor(scope), { params: { limit: 1000, offset: 0, sort: 'created_at', order: 'asc', status: 'published', metadata: {} }, filters })
+    for (const parent of (await list({ customer_ids: [customer.id] })).items) {
+      for (const child of (await list({ parent_subscription_id: parent.id })).items) ids.add(child.customer_id)
+    }
+  }
+  return customerViews(deps.sql, scope, [...ids])
+}
+
+const groupKey = (g: Pick<BreakdownGroup, 'meterId' | 'source' | 'properties'>) => JSON.stringify([g.meterId, g.source ?? null, g.properties ?? null])
+
+/** Every group of the query (pages of 1000), for splitting a meter's cost over all its groups, not just the page's. */
+async function allGroups(read: (q: PropertyBreakdownQuery) => Promise<BreakdownPage>, q: PropertyBreakdownQuery, page: BreakdownPage): Promise<BreakdownGroup[]> {
+  if (q.offset === 0 && page.groups.length === page.total) return page.groups
+  const groups: BreakdownGroup[] = []
+  for (let offset = 0; offset < page.total; offset += 1000) groups.push(...(await read({ ...q, limit: 1000, offset })).groups)
+  return groups
+}
+
+/** Each group's cost per window: its meter's cost of the window split over the meter's groups by their usage in it. */
+function groupCosts(groups: BreakdownGroup[], costs: Costs, windows: number): Map<string, Decimal[]> {
+  const out = new Map<string, Decimal[]>()
+  const currency = costs.currency
+  for (const [meterId, cost] of costs.meters) {
+    const own = groups.filter((g) => g.meterId === meterId)
+    if (own.length === 0 || !currency) continue
+    const parts = own.map(() => [] as Decimal[])
+    for (let i = 0; i < windows; i++) {
+      const usages = own.map((g) => new D(g.points ? g.points[i].usage : g.usage).abs())
+      allocateByUsage(cost.windows[i], usages, currency).forEach((c, k) => parts[k].push(c))
+    }
+    own.forEach((g, k) => out.set(groupKey(g), parts[k]))
+  }
+  return out
+}
+
+async function expansions(deps: Deps, actor: Actor, expand: Expandable[], feature: FeatureView, meter: Meter, line: LineItemRow | null): Promise<AnalyticsItem['expanded']> {
+  const out: AnalyticsItem['expanded'] = {}
+  for (const e of expand) {
+    if (e === 'feature') out.feature = feature
+    else if (e === 'meter') out.meter = meter
+    else if (!line) continue
+    else if (e === 'price') out.price = { id: line.price_id, ...line.price }
+    else if (e === 'plan' && line.entity_type === 'plan') out.plan = await getOffering(deps, actor, PLAN, line.entity_id)
+    else if (e === 'addon' && line.entity_type === 'addon') out.addon = await getOffering(deps, actor, ADDON, line.entity_id)
+    else if (e === 'subscription_line_item') out.subscription_line_item = line
+  }
+  return out
+}
+
+/** Windows per request at most: every window start is a literal of the statement (ClickHouse parses at most 50,000 nodes). */
+const MAX_WINDOWS = 5000
+
+/** The request's windows; too many for one statement is a validation_error naming window_size. */
+export function windowsOf(r: Pick<AnalyticsRequest, 'start' | 'end' | 'windowSize' | 'billingAnchor' | 'timeZone'>) {
+  let windows
+  try {
+    windows = queryWindows(r.start, r.end, r.windowSize, { billingAnchor: r.billingAnchor, timeZone: r.timeZone })
+  } catch (err) {
+    throw validationError(r.timeZone !== undefined && /time zone/.test((err as Error).message) ? 'timezone' : 'window_size', (err as Error).message)
+  }
+  if (windows.length > MAX_WINDOWS) throw validationError('window_size', `${windows.length} windows of ${r.windowSize} in the range; at most ${MAX_WINDOWS}: choose a larger window or a shorter range`)
+  return windows
+}
+
+/** What a request reads: its group_by keys, features and their ready meters, the customers, the breakdown query. */
+export interface Resolved {
+  keys: string[]
+  features: FeatureView[]
+  meters: Meter[]
+  /** Absent: the whole environment. */
+  customers?: CustomerView[]
+  query: PropertyBreakdownQuery
+}
+
+/** Checks a request and finds what it names: 400s and 404s here, before anything is read or sent. */
+export async function resolveRequest(deps: Deps, actor: Actor, r: AnalyticsRequest): Promise<Resolved> {
+  if (r.end <= r.start) throw validationError('end_time', 'must be after start_time')
+  windowsOf(r)
+  const keys = breakdownKeys(r.groupBy)
+  const features = await featuresOf(deps, actor, r.featureIds)
+  const meters = await metersByIds(deps, actor, [...new Set(features.map((f) => f.meter_id!))])
+  const notReady = meters.filter((m) => m.ready_revision === 0)
+  if (notReady.length > 0) throw serviceUnavailable(`meter ${notReady[0].id} is still counting the events stored before it was created; retry shortly`, { meter_id: notReady[0].id }, 2)
+  const customers = r.externalCustomerId === undefined ? undefined : await customersOf(deps, actor, r.externalCustomerId, r.includeChildren)
+  const query: PropertyBreakdownQuery = {
+    scope: actor,
+    meters: meters.map((m) => ({ meterId: m.id, revision: m.ready_revision, eventName: m.event_name, aggregation: { type: m.aggregation.type, multiplier: m.aggregation.multiplier, bucketSize: m.aggregation.bucket_size as WindowSize | undefined } })),
+    externalCustomerIds: customers?.map((c) => c.external_id),
+    sources: r.sources,
+    start: r.start,
+    end: r.end,
+    windowSize: r.windowSize,
+    billingAnchor: r.billingAnchor,
+    timeZone: r.timeZone,
+    propertyFilters: r.propertyFilters,
+    groupBy: keys,
+    limit: r.limit,
+    offset: r.offset,
+  }
+  return { keys, features, meters, customers, query }
+}
+
+/** The cost of the resolved meters' usage, per meter, customer and window. */
+export const costsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved): Promise<Costs> =>
+  usageCosts(deps, actor, { meters: x.meters, customerIds: x.customers?.map((c) => c.id), start: r.start, end: r.end, windowSize: r.windowSize, calendar: { billingAnchor: r.billingAnchor, timeZone: r.timeZone } })
+
+export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsRequest): Promise<Analytics> {
+  const resolved = await resolveRequest(deps, actor, r)
+  const { keys, features, meters, query: q } = resolved
+  if (meters.length === 0) return { currency: '', totalCost: new D(0), items: [], pagination: { total: 0, limit: r.limit, offset: r.offset } }
+  const byProperty = keys.some((k) => k.startsWith('properties.')) || Object.keys(r.propertyFilters ?? {}).length > 0
+  const read = (x: PropertyBreakdownQuery) => (byProperty ? propertyBreakdown(deps.ch, x) : usageBreakdown(deps.ch, { ...x, groupBy: x.groupBy as ('source' | 'external_customer_id')[] }))
+  const [page, costs] = await Promise.all([read(q), costsOf(deps, actor, r, resolved)])
+  const windows = windowsOf(r).length
+  const priced = [...costs.meters.values()].some((m) => m.windows.some((c) => !c.isZero()))
+  const split = priced ? groupCosts(await allGroups(read, q, page), costs, windows) : new Map<string, Decimal[]>()
+  const meterById = new Map(meters.map((m) => [m.id, m]))
+  const items: AnalyticsItem[] = []
+  for (const g of page.groups) {
+    const meter = meterById.get(g.meterId)!
+    const cost = costs.meters.get(g.meterId)
+    const line = cost?.lines.length === 1 ? cost.lines[0] : null
+    const perWindow = split.get(groupKey(g)) ?? Array.from({ length: windows }, () => new D(0))
+    for (const feature of features.filter((f) => f.meter_id === g.meterId)) {
+      const group: Record<string, string | null> = { feature_id: feature.id }
+      if (keys.includes('source')) group.source = g.source ?? null
+      for (const [name, value] of Object.entries(g.properties ?? {})) group[`properties.${name}`] = value
+      items.push({
+        feature,
+        meter,
+        line,
+        source: keys.includes('source') ? (g.source ?? null) : null,
+        sources: keys.includes('source') ? [g.source ?? ''] : (r.sources ?? []),
+        group,
+        properties: g.properties ?? {},
+        eventCount: Number(g.eventCount),
+        totalUsage: g.usage,
+        totalCost: sumMoney(perWindow),
+        commitment: cost?.commitment ?? null,
+        points: g.points?.map((p, i) => ({ timestamp: p.windowStart, usage: p.usage, cost: perWindow[i], eventCount: Number(p.eventCount) })),
+        expanded: await expansions(deps, actor, r.expand, feature, meter, line),
+      })
+    }
+  }
+  const totalCost = sumMoney([...costs.meters.values()].flatMap((m) => m.windows))
+  return { currency: costs.currency ?? '', totalCost, items, pagination: { total: page.total, limit: r.limit, offset: r.offset } }
+}

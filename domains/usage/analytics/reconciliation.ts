@@ -1,0 +1,88 @@
+// ClickHouse counts behind the usage reconciliation report (docs/analytics.md, "Reconciliation"): a customer's events
+// of a range per event name as the pipeline recorded them — stored (events), dropped as duplicates and rejected
+// (event_drop_counts, sql/clickhouse/0006) — and, per meter, the counted events that finalized invoices saw.
+import type { ClickHouse } from '../../../infra/clickhouse.ts'
+import { chDateTime, sqlString } from '../../../infra/ch-literals.ts'
+import type { Scope } from '../../../core/scope.ts'
+import type { AnalyticsMeter } from './store.ts'
+
+export interface EventOutcomes {
+  stored: number
+  duplicates: number
+  rejected: number
+}
+
+interface CustomerRange {
+  scope: Scope
+  externalCustomerId: string
+  start: Date
+  end: Date
+}
+
+const SCOPE = 'tenant_id = {tenant:String} AND environment_id = {env:String} AND external_customer_id = {customer:String}'
+const params = (q: CustomerRange) => ({ tenant: q.scope.tenantId, env: q.scope.environmentId, customer: q.externalCustomerId, start: chDateTime(q.start), end: chDateTime(q.end) })
+const RANGE = "timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp < {end:DateTime64(3, 'UTC')}"
+
+/** Per event name with any: events of [start, end) (by their timestamp) stored, dropped as duplicates, rejected. */
+export async function eventOutcomes(ch: ClickHouse, q: CustomerRange): Promise<Map<string, EventOutcomes>> {
+  const rs = await ch.client.query({
+    query: `SELECT event_name, 'stored' AS kind, toString(count()) AS n FROM events WHERE ${SCOPE} AND ${RANGE} GROUP BY event_name
+            UNION ALL
+            SELECT event_name, kind, toString(sum(events)) AS n FROM event_drop_counts WHERE ${SCOPE} AND ${RANGE} GROUP BY event_name, kind`,
+    query_params: params(q),
+    format: 'JSONEachRow',
+  })
+  const out = new Map<string, EventOutcomes>()
+  for (const r of await rs.json<{ event_name: string; kind: string; n: string }>()) {
+    const o = out.get(r.event_name) ?? { stored: 0, duplicates: 0, rejected: 0 }
+    if (r.kind === 'stored') o.stored += Number(r.n)
+    else if (r.kind === 'duplicate') o.duplicates += Number(r.n)
+    else o.rejected += Number(r.n)
+    out.set(r.event_name, o)
+  }
+  return out
+}
+
+export interface BilledWindow {
+  start: Date
+  end: Date
+  /** When the invoice was finalized: the usage it billed was read just before. */
+  finalizedAt: Date
+}
+
+/**
+ * Events the meter counted in the windows that finalized invoices billed, and had been stored (inserted) by the time
+ * each was finalized: what the invoices saw. An event stored after its window's invoice was finalized is counted
+ * but not billed.
+ */
+export async function billedEvents(ch: ClickHouse, q: Omit<CustomerRange, 'start' | 'end'> & { meter: AnalyticsMeter; windows: BilledWindow[] }): Promise<number> {
+  if (q.windows.length === 0) return 0
+  const p: Record<string, unknown> = {
+    tenant: q.scope.tenantId,
+    env: q.scope.environmentId,
+    customer: q.externalCustomerId,
+    name: q.meter.eventName,
+    start: chDateTime(new Date(Math.min(...q.windows.map((w) => w.start.getTime())))),
+    end: chDateTime(new Date(Math.max(...q.windows.map((w) => w.end.getTime())))),
+  }
+  const windows = q.windows
+    .map((w, i) => {
+      p[`a${i}`] = chDateTime(w.start)
+      p[`b${i}`] = chDateTime(w.end)
+      p[`f${i}`] = chDateTime(w.finalizedAt)
+      return `(m.timestamp >= {a${i}:DateTime64(3, 'UTC')} AND m.timestamp < {b${i}:DateTime64(3, 'UTC')} AND e.inserted_at <= {f${i}:DateTime64(3, 'UTC')})`
+    })
+    .join(' OR ')
+  const rs = await ch.client.query({
+    query: `SELECT toString(count()) AS n
+            FROM meter_usage AS m
+            INNER JOIN (SELECT id, inserted_at FROM events WHERE ${SCOPE} AND event_name = {name:String} AND ${RANGE}) AS e ON m.event_id = e.id
+            WHERE m.tenant_id = {tenant:String} AND m.environment_id = {env:String} AND m.meter_id = ${sqlString(q.meter.meterId)} AND m.revision = ${q.meter.revision}
+              AND m.external_customer_id = {customer:String} AND m.timestamp >= {start:DateTime64(3, 'UTC')} AND m.timestamp < {end:DateTime64(3, 'UTC')}
+              AND (${windows})`,
+    query_params: p,
+    format: 'JSONEachRow',
+  })
+  const [row] = await rs.json<{ n: string }>()
+  return Number(row?.n ?? 0)
+}

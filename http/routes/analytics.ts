@@ -1,0 +1,154 @@
+// Usage analytics: POST /v1/events/analytics (Flexprice's getUsageAnalytics) and its CSV export. The body's
+// snake_case is mapped to the service's request here, and the answer to the wire shape, in one place each.
+import { D } from '../../core/money.ts'
+import { WINDOW_SIZES, type WindowSize } from '../../core/periods.ts'
+import type { JsonSchema } from '../../core/validate.ts'
+import { toWire } from '../../domains/records/wire.ts'
+import { EXPANDABLE, usageAnalytics, type Analytics, type AnalyticsItem, type AnalyticsRequest, type Expandable } from '../../domains/analytics/service.ts'
+import { analyticsExport } from '../../domains/analytics/export.ts'
+import { sendCsv } from '../csv-stream.ts'
+import { defineRoute, type Route } from '../route.ts'
+
+interface AnalyticsBody {
+  start_time: string
+  end_time: string
+  external_customer_id?: string
+  feature_ids?: string[]
+  sources?: string[]
+  group_by?: string[]
+  window_size?: WindowSize
+  billing_anchor?: string
+  timezone?: string
+  expand?: Expandable[]
+  include_children?: boolean
+  property_filters?: Record<string, string[]>
+  limit?: number
+  offset?: number
+}
+
+const strings = (maxItems: number): JsonSchema => ({ type: 'array', maxItems, items: { type: 'string', minLength: 1 } })
+
+const analyticsProperties: Record<string, JsonSchema> = {
+  start_time: { type: 'string', format: 'date-time' },
+  end_time: { type: 'string', format: 'date-time' },
+  external_customer_id: { type: 'string', minLength: 1 },
+  feature_ids: strings(100),
+  sources: { type: 'array', maxItems: 100, items: { type: 'string' } },
+  group_by: { ...strings(10), description: 'source, feature_id, properties.<name>' },
+  window_size: { type: 'string', enum: [...WINDOW_SIZES] },
+  billing_anchor: { type: 'string', format: 'date-time' },
+  timezone: { type: 'string', minLength: 1, maxLength: 64 },
+  expand: { type: 'array', maxItems: EXPANDABLE.length, items: { type: 'string', enum: [...EXPANDABLE] } },
+  include_children: { type: 'boolean' },
+  property_filters: { type: 'object', maxProperties: 10, additionalProperties: { type: 'array', minItems: 1, maxItems: 100, items: { type: 'string' } } },
+  limit: { type: 'integer', minimum: 1, maximum: 1000, description: 'groups per page (default 50, at most 1000)' },
+  offset: { type: 'integer', minimum: 0 },
+}
+
+const analyticsRequest = (b: AnalyticsBody): AnalyticsRequest => ({
+  start: new Date(b.start_time),
+  end: new Date(b.end_time),
+  externalCustomerId: b.external_customer_id,
+  featureIds: b.feature_ids,
+  sources: b.sources,
+  groupBy: b.group_by ?? [],
+  windowSize: b.window_size,
+  billingAnchor: b.billing_anchor ? new Date(b.billing_anchor) : undefined,
+  timeZone: b.timezone,
+  expand: b.expand ?? [],
+  includeChildren: b.include_children ?? false,
+  propertyFilters: b.property_filters,
+  limit: b.limit ?? 50,
+  offset: b.offset ?? 0,
+})
+
+/** Usage in the feature's reporting unit when it has one (usage ÷ conversion_rate), with the unit's name. */
+function usageDisplay(item: AnalyticsItem): string {
+  const f = item.feature
+  const value = f.reporting_unit?.conversion_rate ? new D(item.totalUsage).div(f.reporting_unit.conversion_rate).toFixed() : item.totalUsage
+  const unit = f.reporting_unit ? (f.reporting_unit.unit_plural ?? f.reporting_unit.unit_singular) : f.unit_plural
+  return unit ? `${value} ${unit}` : value
+}
+
+const presentItem = (item: AnalyticsItem, currency: string, windowSize: WindowSize | undefined) => {
+  const line = item.line
+  const c = item.commitment
+  return {
+    feature_id: item.feature.id,
+    feature: item.expanded.feature,
+    meter_id: item.meter.id,
+    meter: item.expanded.meter,
+    price_id: line?.price_id ?? null,
+    price: item.expanded.price,
+    plan_id: line?.entity_type === 'plan' ? line.entity_id : null,
+    plan: item.expanded.plan,
+    add_on_id: line?.entity_type === 'addon' ? line.entity_id : null,
+    addon: item.expanded.addon,
+    subscription_id: line?.subscription_id ?? null,
+    sub_line_item_id: line?.id ?? null,
+    subscription_line_item: item.expanded.subscription_line_item,
+    name: item.feature.name,
+    event_name: item.meter.event_name,
+    aggregation_type: item.meter.aggregation.type,
+    unit: item.feature.unit_singular,
+    unit_plural: item.feature.unit_plural,
+    reporting_unit: item.feature.reporting_unit,
+    source: item.source,
+    sources: item.sources,
+    group: item.group,
+    properties: item.properties,
+    currency,
+    event_count: item.eventCount,
+    total_usage: item.totalUsage,
+    total_usage_display: usageDisplay(item),
+    total_cost: item.totalCost,
+    commitment_info: c && {
+      type: 'amount',
+      amount: c.amount,
+      overage_factor: c.overage_factor,
+      true_up_enabled: c.true_up_enabled,
+      computed_commitment_utilized_amount: c.utilized,
+      computed_overage_amount: c.overage,
+    },
+    window_size: windowSize ?? null,
+    points: item.points?.map((p) => ({ timestamp: p.timestamp, usage: p.usage, cost: p.cost, event_count: p.eventCount })),
+  }
+}
+
+const present = (a: Analytics, windowSize: WindowSize | undefined) =>
+  toWire({ currency: a.currency, total_cost: a.totalCost, custom_analytics: [], items: a.items.map((i) => presentItem(i, a.currency, windowSize)), pagination: a.pagination })
+
+export const analyticsRoutes: Route[] = [
+  defineRoute<AnalyticsBody>({
+    method: 'POST',
+    path: '/v1/events/analytics',
+    tag: 'Usage',
+    summary: 'Usage and cost of metered features over [start_time, end_time), grouped by source, feature and event properties, per window',
+    permission: 'read',
+    body: { type: 'object', required: ['start_time', 'end_time'], additionalProperties: false, properties: analyticsProperties },
+    handler: async ({ deps, actor, body }) => present(await usageAnalytics(deps, actor, analyticsRequest(body)), body.window_size),
+  }),
+  defineRoute<AnalyticsBody & { format?: 'csv'; metadata_columns?: string[] }>({
+    method: 'POST',
+    path: '/v1/events/analytics/export',
+    tag: 'Usage',
+    summary: 'The analytics as CSV streamed row by row: one row per customer, feature, source, property values and window with events, its cost, and customer metadata columns',
+    permission: 'read',
+    body: {
+      type: 'object',
+      required: ['start_time', 'end_time'],
+      additionalProperties: false,
+      properties: {
+        ...Object.fromEntries(Object.entries(analyticsProperties).filter(([k]) => k !== 'limit' && k !== 'offset' && k !== 'expand')),
+        format: { type: 'string', enum: ['csv'] },
+        metadata_columns: { ...strings(50), description: 'customer metadata keys, one column each' },
+      },
+    },
+    produces: 'text/csv',
+    handler: async ({ deps, actor, body, ctx }) => {
+      const { filename, columns, rows } = analyticsExport(deps, actor, { ...analyticsRequest(body), metadataColumns: body.metadata_columns ?? [] })
+      await sendCsv(ctx, deps, { filename, columns, rows })
+      return undefined
+    },
+  }),
+]
