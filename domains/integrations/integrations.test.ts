@@ -43,6 +43,8 @@ const syncOf = async (invoiceId: string) => (await call(h, 'GET', `/v1/invoices/
 const invoice = (id: string) => call(h, 'GET', `/v1/invoices/${id}`)
 const stripeInvoiceOf = (invoiceId: string) => [...fake.invoices.values()].filter((i) => i.metadata.meterbill_invoice_id === invoiceId)
 const now = () => Math.floor(clock.now().getTime() / 1000)
+const paymentsOf = async (invoiceId: string) =>
+  (await call(h, 'GET', `/v1/payments?invoice_id=${invoiceId}&order=asc`)).items.map((p: any) => [p.payment_method_type, p.payment_gateway ?? null, p.gateway_payment_id ?? null, p.amount, p.payment_status, p.error_message ?? null])
 
 /** A finalized one-off USD invoice with these lines (no tax, no discount). */
 async function finalized(customerId: string, amounts: string[]) {
@@ -180,6 +182,7 @@ describe('pushing finalized invoices', () => {
     expect((await notify(intent)).body).toEqual({ received: true, duplicate: false, outcome: 'duplicate_payment', invoice_id: inv.id })
     expect((await invoice(inv.id)).amount_paid).toBe('147.73')
     expect((await eventsOf(h, inv.id)).filter((e) => e === 'invoice.update.payment')).toHaveLength(1)
+    expect(await paymentsOf(inv.id)).toEqual([['CARD', 'stripe', pushed.id, '147.73', 'SUCCEEDED', null]])
 
     // Replayed after the 5-minute tolerance: refused, whatever its signature.
     clock.advance(5 * 60_000 + 1000)
@@ -210,10 +213,17 @@ describe('pushing finalized invoices', () => {
     expect(fake.customers.size).toBeGreaterThan(0)
     expect((await call(h, 'GET', `/v1/customers/${cus.id}`)).integrations).toHaveLength(1) // mapped already: no new Stripe customer
 
+    // The charge is a card payment pending until Stripe says the invoice is paid.
+    expect(await paymentsOf(inv.id)).toEqual([
+      ['OFFLINE', null, null, '10', 'SUCCEEDED', null],
+      ['CARD', 'stripe', pushed.id, '50', 'PENDING', null],
+    ])
+
     expect((await notify(invoicePaid(pushed))).body.outcome).toBe('payment_recorded')
     const paid = await invoice(inv.id)
     // 10.00 + 50.00 = 60.00: paid in full.
     expect([paid.payment_status, paid.amount_paid, paid.amount_remaining]).toEqual(['SUCCEEDED', '60', '0'])
+    expect((await paymentsOf(inv.id))[1]).toEqual(['CARD', 'stripe', pushed.id, '50', 'SUCCEEDED', null])
   })
 
   it('a declined card leaves the invoice open at Stripe, with its page as the checkout address', async () => {
@@ -225,6 +235,9 @@ describe('pushing finalized invoices', () => {
     expect(pushed).toMatchObject({ collection_method: 'charge_automatically', status: 'open', amount_due: 1250 })
     expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'SYNCED', provider_status: 'open', last_error: expect.stringContaining('declined') }])
     expect((await invoice(inv.id)).metadata.checkout_url).toBe(`https://invoice.stripe.test/i/${pushed.id}`)
+    const [failed] = await paymentsOf(inv.id)
+    expect(failed.slice(0, 5)).toEqual(['CARD', 'stripe', pushed.id, '12.5', 'FAILED'])
+    expect(failed[5]).toContain('declined')
   })
 
   it('a SKIPPED invoice (zero, nothing to pay) is never pushed', async () => {

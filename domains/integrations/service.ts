@@ -15,9 +15,10 @@ import { updateCustomer } from '../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../core/list.ts'
 import { mergeInvoiceMetadata, paymentState, recordPayment } from '../invoicing/invoices/payments.ts'
 import { getInvoice, lockInvoice, requireInvoice, type InvoiceView } from '../invoicing/invoices/read.ts'
+import { trackPayment } from '../invoicing/payments/service.ts'
 import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
 import type { Progress } from '../../infra/scheduler.ts'
-import { PROVIDER_TYPES, ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType } from './provider.ts'
+import { PROVIDER_TYPES, ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType, type PushResult } from './provider.ts'
 import { stripe } from './stripe.ts'
 import * as store from './store.ts'
 
@@ -185,6 +186,18 @@ function itemsOf(invoice: InvoiceView) {
 
 type SyncOutcome = 'synced' | 'retrying' | 'failed' | 'skipped'
 
+/**
+ * A push that charged the saved payment method is a card payment: failed (with the provider's reason), or
+ * pending until the provider's notification of the paid invoice (same reference) completes it.
+ */
+async function recordCharge(tx: Tx, scope: Scope, audit: Audit, invoice: InvoiceView, provider: ProviderType, result: PushResult): Promise<void> {
+  if (result.collection_method !== 'charge_automatically') return
+  const status = result.payment_error ? 'FAILED' : result.provider_status === 'paid' ? 'PENDING' : null
+  if (!status) return
+  const source = { method: 'CARD' as const, gateway: provider, reference: result.provider_invoice_id, error_message: result.payment_error }
+  await trackPayment(tx, scope, audit, invoice, { status, amount: invoice.amount_remaining }, source)
+}
+
 /** The customer's id at the provider, recorded in the customer's integrations the first time it is made there. */
 async function linkCustomer(deps: Deps, scope: Scope, invoice: InvoiceView, provider: ProviderType, providerCustomerId: string): Promise<void> {
   const customer = invoice.customer!
@@ -224,6 +237,7 @@ async function syncOne(deps: Deps, row: store.SyncRow, now: Date): Promise<SyncO
         payment_provider_invoice_id: result.provider_invoice_id,
         ...(result.checkout_url && { checkout_url: result.checkout_url }),
       })
+      await recordCharge(tx, scope, audit, invoice, connection.provider_type, result)
     })
     return 'synced'
   } catch (err) {
@@ -299,7 +313,8 @@ async function applyNotification(deps: Deps, tx: Tx, scope: Scope, connection: s
   if (payment.currency !== invoice.currency) return { outcome: `not_applied: paid in ${payment.currency}, invoiced in ${invoice.currency}`, invoiceId }
   try {
     const status = applyPayment(paymentState(invoice), payment.amount, now).payment_status
-    await recordPayment(deps, tx, scope, { by: `${connection.provider_type}:${event.id}`, at: now }, invoiceId, { payment_status: status, amount: payment.amount.toFixed() })
+    const source = { method: 'CARD' as const, gateway: connection.provider_type, reference: payment.reference }
+    await recordPayment(deps, tx, scope, { by: `${connection.provider_type}:${event.id}`, at: now }, invoiceId, { payment_status: status, amount: payment.amount.toFixed() }, source)
   } catch (err) {
     if (err instanceof AppError) return { outcome: `not_applied: ${err.message}`, invoiceId }
     throw err
