@@ -3,10 +3,11 @@
 // created (subscriptions bill from them): only its names, lookup key and metadata change.
 import { notFound } from '../../../core/errors.ts'
 import { priceTerms, type PriceInput, type PriceTerms } from '../../../core/price-rules.ts'
+import type { PriceWindow } from '../../../core/billing/price-window.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, findPublishedBy, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { deleteRecord, filterConditions, findPublishedBy, findRecords, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { requireMeter } from '../features/service.ts'
 import { requireGroup } from '../groups/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
@@ -132,6 +133,12 @@ export async function listPrices(deps: Deps, actor: Actor, { params, filters }: 
 /** The published prices of plans or addons, oldest first. */
 export function pricesOf(db: Db, scope: Scope, entityIds: string[]): Promise<store.PriceRow[]> {
   return publishedIn<store.PriceRow>(db, store.PRICES, scope, 'entity_id', entityIds)
+}
+
+/** When each price is in force, by id (deleted prices included: lines keep billing from them). */
+export async function priceWindows(db: Db, scope: Scope, ids: string[]): Promise<Map<string, PriceWindow>> {
+  const rows = ids.length === 0 ? [] : await findRecords<store.PriceRow>(db, store.PRICES, scope, [...new Set(ids)])
+  return new Map(rows.map((r) => [r.id, { start_date: r.start_date, end_date: r.end_date }]))
 }
 
 export async function updatePrice(deps: Deps, actor: Actor, id: string, input: UpdatePriceInput): Promise<store.PriceRow> {
