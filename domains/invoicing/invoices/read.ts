@@ -80,6 +80,9 @@ export async function customerInvoiceSummary(deps: Deps, actor: Actor, customerI
 }
 
 /** Locks an invoice of the scope for the transaction; another scope's invoice is not_found. */
+/** The newest invoice of each subscription (its header: lines are read with GET /v1/invoices/{id}). */
+export const latestInvoices = (db: Db, scope: Scope, subscriptionIds: string[]): Promise<Map<string, store.InvoiceRow>> => store.latestOf(db, scope, subscriptionIds)
+
 export async function lockInvoice(tx: Tx, scope: Scope, id: string): Promise<store.InvoiceRow> {
   const row = await store.lockInvoice(tx, scope, id)
   if (!row || row.status === 'deleted') throw notFound('invoice', id)
