@@ -178,3 +178,6 @@ export async function listCreditNotes(deps: Deps, actor: Actor, { params, filter
   const { rows, total } = await listRecords<store.NoteRow>(deps.sql, store.NOTES, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
   return page(await views(deps.sql, actor, rows), total, params)
 }
+
+/** Notes finalized or voided in [start, end) (the accounting journal's credit notes). */
+export const journalCreditNotes = (db: Db, scope: Scope, start: Date, end: Date): Promise<store.NoteRow[]> => store.finalizedBetween(db, scope, start, end)

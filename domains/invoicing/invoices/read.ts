@@ -80,6 +80,13 @@ export async function customerInvoiceSummary(deps: Deps, actor: Actor, customerI
 }
 
 /** Locks an invoice of the scope for the transaction; another scope's invoice is not_found. */
+/** Invoices finalized or voided in [start, end), each with its lines (the accounting journal's invoices). */
+export async function journalInvoices(db: Db, scope: Scope, start: Date, end: Date): Promise<(store.InvoiceRow & { lines: store.LineItemRow[] })[]> {
+  const rows = await store.journalInvoices(db, scope, start, end)
+  const { lines } = await store.childrenOf(db, scope, rows.map((r) => r.id))
+  return rows.map((r) => ({ ...r, lines: lines.filter((l) => l.invoice_id === r.id) }))
+}
+
 /** The newest invoice of each subscription (its header: lines are read with GET /v1/invoices/{id}). */
 export const latestInvoices = (db: Db, scope: Scope, subscriptionIds: string[]): Promise<Map<string, store.InvoiceRow>> => store.latestOf(db, scope, subscriptionIds)
 

@@ -79,3 +79,6 @@ export async function listPayments(deps: Deps, actor: Actor, { params, filters }
   const { rows, total } = await listRecords<store.PaymentRow>(deps.sql, store.PAYMENTS, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
   return page(await views(deps.sql, actor, rows), total, params)
 }
+
+/** Payments that succeeded in [start, end) (the accounting journal's payments). */
+export const succeededPayments = (db: Db, scope: Scope, start: Date, end: Date): Promise<store.PaymentRow[]> => store.succeededBetween(db, scope, start, end)

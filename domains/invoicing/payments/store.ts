@@ -64,3 +64,12 @@ export async function invoiceNumbers(db: Db, scope: Scope, invoiceIds: string[])
     WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND id = ANY(${invoiceIds}::text[])`
   return new Map(rows.map((r) => [r.id, r.invoice_number]))
 }
+
+/** Payments that succeeded in [start, end). */
+export async function succeededBetween(db: Db, scope: Scope, start: Date, end: Date): Promise<PaymentRow[]> {
+  const rows = await db`SELECT * FROM payments
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND status = 'published'
+      AND payment_status = 'SUCCEEDED' AND succeeded_at >= ${start} AND succeeded_at < ${end}
+    ORDER BY succeeded_at, id`
+  return rows.map((r) => decodeRow<PaymentRow>(PAYMENTS, r))
+}
