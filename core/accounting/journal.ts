@@ -91,6 +91,17 @@ function linesOf(amounts: [string, Decimal][]): JournalLine[] {
     .map(([account, a]) => ({ account, debit: a.isPos() ? a : new D(0), credit: a.isNeg() ? a.neg() : new D(0) }))
 }
 
+/** An entry of one record: `amounts` signed (debit +, credit −), summing to zero. */
+function entryOf(
+  source_type: JournalEntry['source_type'],
+  record: { id: string; customer_id: string; currency: string },
+  date: Date,
+  description: string,
+  amounts: [string, Decimal][],
+): JournalEntry {
+  return { id: `${source_type}:${record.id}`, date, source_type, source_id: record.id, customer_id: record.customer_id, currency: record.currency, description, lines: linesOf(amounts) }
+}
+
 /** Where an invoice line's charge is credited: advance fixed charges are deferred, the rest is revenue by price type. */
 function revenueAccount(line: InvoiceSource['lines'][number]): string {
   if (line.calculation?.kind === 'advance') return 'deferred_revenue'
@@ -106,16 +117,7 @@ export function invoiceEntry(i: InvoiceSource): JournalEntry {
   const credit = i.invoice_type === 'CREDIT'
   const charges = i.lines.map((l): [string, Decimal] => [credit ? 'customer_credit_liability' : revenueAccount(l), l.amount.minus(l.line_item_discount).minus(l.invoice_level_discount).neg()])
   const owed = charges.reduce((acc, [, a]) => acc.minus(a), new D(0)).plus(i.total_tax)
-  return {
-    id: `invoice:${i.id}`,
-    date: i.finalized_at,
-    source_type: 'invoice',
-    source_id: i.id,
-    customer_id: i.customer_id,
-    currency: i.currency,
-    description: `invoice ${i.invoice_number ?? i.id} finalized`,
-    lines: linesOf([['accounts_receivable', owed], ...charges, ['tax_payable', i.total_tax.neg()]]),
-  }
+  return entryOf('invoice', i, i.finalized_at, `invoice ${i.invoice_number ?? i.id} finalized`, [['accounts_receivable', owed], ...charges, ['tax_payable', i.total_tax.neg()]])
 }
 
 /** An entry turned around: what undoes it. */
@@ -132,38 +134,18 @@ const reversed = (e: JournalEntry, source_type: JournalEntry['source_type'], dat
 export const voidEntry = (i: InvoiceSource & { voided_at: Date }): JournalEntry => reversed(invoiceEntry(i), 'invoice_void', i.voided_at, `invoice ${i.invoice_number ?? i.id} voided`)
 
 /** Money received for an invoice. A payment from a wallet is its wallet debit's entry, not this. */
-export function paymentEntry(p: PaymentSource): JournalEntry {
-  return {
-    id: `payment:${p.id}`,
-    date: p.succeeded_at,
-    source_type: 'payment',
-    source_id: p.id,
-    customer_id: p.customer_id,
-    currency: p.currency,
-    description: `${p.payment_method_type} payment of invoice ${p.destination_id}`,
-    lines: linesOf([
-      ['cash', p.amount],
-      ['accounts_receivable', p.amount.neg()],
-    ]),
-  }
-}
+export const paymentEntry = (p: PaymentSource): JournalEntry =>
+  entryOf('payment', p, p.succeeded_at, `${p.payment_method_type} payment of invoice ${p.destination_id}`, [
+    ['cash', p.amount],
+    ['accounts_receivable', p.amount.neg()],
+  ])
 
 /** A finalized credit note: an adjustment lowers what is owed, a refund pays money back. */
-export function creditNoteEntry(n: CreditNoteSource): JournalEntry {
-  return {
-    id: `credit_note:${n.id}`,
-    date: n.finalized_at,
-    source_type: 'credit_note',
-    source_id: n.id,
-    customer_id: n.customer_id,
-    currency: n.currency,
-    description: `credit note ${n.credit_note_number ?? n.id} (${n.credit_note_type.toLowerCase()}) on invoice ${n.invoice_id}`,
-    lines: linesOf([
-      ['sales_returns', n.total_amount],
-      [n.credit_note_type === 'REFUND' ? 'cash' : 'accounts_receivable', n.total_amount.neg()],
-    ]),
-  }
-}
+export const creditNoteEntry = (n: CreditNoteSource): JournalEntry =>
+  entryOf('credit_note', n, n.finalized_at, `credit note ${n.credit_note_number ?? n.id} (${n.credit_note_type.toLowerCase()}) on invoice ${n.invoice_id}`, [
+    ['sales_returns', n.total_amount],
+    [n.credit_note_type === 'REFUND' ? 'cash' : 'accounts_receivable', n.total_amount.neg()],
+  ])
 
 /** A finalized adjustment voided: what it took off is owed again. (A refund's money has left: it is never voided.) */
 export const creditNoteVoidEntry = (n: CreditNoteSource & { voided_at: Date }): JournalEntry =>
@@ -189,19 +171,11 @@ export function walletEntry(t: WalletTransactionSource): JournalEntry | null {
   const counter = counterAccount(t)
   if (!counter) return null
   const liability = t.type === 'credit' ? t.amount.neg() : t.amount
-  return {
-    id: `wallet_transaction:${t.id}`,
-    date: t.created_at,
-    source_type: 'wallet_transaction',
-    source_id: t.id,
-    customer_id: t.customer_id,
-    currency: t.currency,
-    description: `wallet ${t.wallet_id}: ${t.type} ${t.transaction_reason}${t.reference_id ? ` (${t.reference_type} ${t.reference_id})` : ''}`,
-    lines: linesOf([
-      [counter, liability.neg()],
-      ['customer_credit_liability', liability],
-    ]),
-  }
+  const description = `wallet ${t.wallet_id}: ${t.type} ${t.transaction_reason}${t.reference_id ? ` (${t.reference_type} ${t.reference_id})` : ''}`
+  return entryOf('wallet_transaction', t, t.created_at, description, [
+    [counter, liability.neg()],
+    ['customer_credit_liability', liability],
+  ])
 }
 
 /** Debits less credits: zero for a balanced entry. */

@@ -60,12 +60,3 @@ export async function linesOf(db: Db, scope: Scope, noteIds: string[]): Promise<
     AND credit_note_id = ANY(${noteIds}::text[]) ORDER BY created_at, id`
   return rows.map((r) => decodeRow<LineRow>(LINES, r))
 }
-
-/** Notes finalized, or voided after finalization, in [start, end). */
-export async function finalizedBetween(db: Db, scope: Scope, start: Date, end: Date): Promise<NoteRow[]> {
-  const rows = await db`SELECT * FROM credit_notes
-    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND status = 'published' AND finalized_at IS NOT NULL
-      AND ((finalized_at >= ${start} AND finalized_at < ${end}) OR (voided_at >= ${start} AND voided_at < ${end}))
-    ORDER BY finalized_at, id`
-  return rows.map((r) => decodeRow<NoteRow>(NOTES, r))
-}

@@ -4,7 +4,7 @@ import { notFound } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { filterConditions, listRecords, requireRecord } from '../../../infra/records.ts'
+import { filterConditions, finalizedOrVoidedBetween, listRecords, requireRecord } from '../../../infra/records.ts'
 import { customerViews, getCustomer, type CustomerView } from '../../customers/service.ts'
 import { D } from '../../../core/money.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
@@ -82,7 +82,7 @@ export async function customerInvoiceSummary(deps: Deps, actor: Actor, customerI
 /** Locks an invoice of the scope for the transaction; another scope's invoice is not_found. */
 /** Invoices finalized or voided in [start, end), each with its lines (the accounting journal's invoices). */
 export async function journalInvoices(db: Db, scope: Scope, start: Date, end: Date): Promise<(store.InvoiceRow & { lines: store.LineItemRow[] })[]> {
-  const rows = await store.journalInvoices(db, scope, start, end)
+  const rows = await finalizedOrVoidedBetween<store.InvoiceRow>(db, store.INVOICES, scope, start, end)
   const { lines } = await store.childrenOf(db, scope, rows.map((r) => r.id))
   return rows.map((r) => ({ ...r, lines: lines.filter((l) => l.invoice_id === r.id) }))
 }

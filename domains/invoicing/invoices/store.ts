@@ -320,12 +320,3 @@ export async function latestOf(db: Db, scope: Scope, subscriptionIds: string[]):
     ORDER BY subscription_id, created_at DESC, id DESC`
   return new Map(rows.map((r) => [r.subscription_id as string, decodeRow<InvoiceRow>(INVOICES, r)]))
 }
-
-/** Invoices finalized, or voided after finalization, in [start, end): what the journal books. */
-export async function journalInvoices(db: Db, scope: Scope, start: Date, end: Date): Promise<InvoiceRow[]> {
-  const rows = await db`SELECT * FROM invoices
-    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND status = 'published' AND finalized_at IS NOT NULL
-      AND ((finalized_at >= ${start} AND finalized_at < ${end}) OR (voided_at >= ${start} AND voided_at < ${end}))
-    ORDER BY finalized_at, id`
-  return rows.map((r) => decodeRow<InvoiceRow>(INVOICES, r))
-}
