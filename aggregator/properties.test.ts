@@ -14,8 +14,7 @@ describe('event properties', () => {
   it('are stored as the exact JSON text of the accepted object', async () => {
     const properties = {
       quote: 'say "hi"\\ then\ttab\nnewline',
-      unicode: 'é 😀 \u2028 \u0000',
-      lone: '\ud800',
+      unicode: 'é 😀 \u2028 \u001f',
       nested: { list: [1, -2.5, 'x', null, true, { deep: [] }], empty: {} },
       number: 123.456,
       '}': '{',
@@ -26,5 +25,13 @@ describe('event properties', () => {
     expect(list.items.map((e: { properties: unknown }) => e.properties)).toEqual([properties])
     const rs = await h.running.deps.ch.client.query({ query: "SELECT properties FROM events WHERE id = 'props-1'", format: 'JSONEachRow' })
     expect(await rs.json()).toEqual([{ properties: JSON.stringify(properties) }])
+  })
+
+  it('refuse NUL characters and lone surrogates, naming the property, and store nothing', async () => {
+    for (const [name, value] of [['nul', 'a\u0000b'], ['lone', '\ud800']]) {
+      const res = await h.http('POST', '/v1/events', { body: { event_id: `props-${name}`, event_name: 'p', external_customer_id: 'cust-props', properties: { [name]: value } } })
+      expect([res.status, res.body.details]).toEqual([400, { [`properties.${name}`]: 'must not contain NUL characters or unpaired UTF-16 surrogates' }])
+      expect((await h.http('GET', `/v1/events/lookup?event_id=props-${name}`)).status).toBe(404)
+    }
   })
 })

@@ -63,6 +63,7 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.subscription = sub.id
   ids.lineItem = sub.line_items[0].id
   for (const kind of ['subscription2', 'subscription3']) ids[kind] = (await post('/v1/subscriptions', { customer_id: ids.customer2, plan_id: ids.plan, currency: 'USD', billing_period: 'MONTHLY' })).id
+  ids.addonAssociation = (await post('/v1/subscriptions/addon', { subscription_id: ids.subscription3, addon_id: ids.addon })).id
   ids.draftSubscription = (await post('/v1/subscriptions', { customer_id: ids.customer2, plan_id: ids.plan, currency: 'USD', billing_period: 'MONTHLY', subscription_status: 'draft' })).id
   const phase = await post(`/v1/subscriptions/${ids.subscription}/phases`, { start_date: inDays(40), end_date: inDays(50) })
   ids.phase = phase.id
@@ -161,6 +162,11 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'PUT /v1/entitlements/{id}': [{ usage_limit: 2000 }],
     'POST /v1/entitlements/search': [{ feature_ids: [ids.feature] }],
     'POST /v1/subscriptions/lineitems/search': [{ subscription_ids: [ids.subscription] }],
+    'POST /v1/subscriptions/usage': [{ subscription_id: ids.subscription }],
+    'POST /v1/subscriptions/addon': [{ subscription_id: ids.subscription2, addon_id: ids.addon }],
+    'DELETE /v1/subscriptions/addon': [{ addon_association_id: ids.addonAssociation }],
+    'POST /v1/subscriptions/{id}/lineitems': [{ price_id: ids.price, quantity: '1' }],
+    'DELETE /v1/subscriptions/lineitems/{id}': [{}],
     'POST /v1/subscriptions': [
       { ...subscription, customer_id: ids.customer, invoicing_customer_id: ids.customer2, coupons: [ids.coupon], addons: [{ addon_id: ids.addon }], tax_rate_overrides: [{ currency: 'USD', tax_rate_code: names.taxRate }] },
       { ...subscription, customer_id: ids.customer, parent_subscription_id: ids.subscription, phases: [{ start_date: inDays(60), line_items: [{ price_id: ids.price }] }] },
@@ -235,8 +241,12 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/connections/search': [{ limit: 5 }],
     'POST /v1/events': [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 1 } }],
     'POST /v1/events/bulk': [{ events: [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 2 } }] }],
+    // A record's DELETE takes an empty body (a field would be a later deletion, refused).
+    ...Object.fromEntries(RECORD_DELETES.map((path) => [`DELETE ${path}`, [{}]])),
   }
 }
+
+const RECORD_DELETES = ['customers', 'features', 'plans', 'addons', 'prices', 'entitlements', 'groups', 'creditgrants', 'coupons', 'taxes/rates', 'taxes/associations', 'webhooks/endpoints', 'connections'].map((r) => `/v1/${r}/{id}`)
 
 /** The concrete value of a path parameter for an operation in this world. */
 function pathValue(w: World, path: string, param: string): string {
@@ -257,6 +267,7 @@ function pathValue(w: World, path: string, param: string): string {
 const PATH_KIND: Record<string, string> = {
   '/v1/environments/{id}/clone': 'environment',
   '/v1/subscriptions/{id}/activate': 'draftSubscription',
+  '/v1/subscriptions/lineitems/{id}': 'lineItem',
   '/v1/invoices/{id}/payment': 'invoiceOpen',
   '/v1/invoices/{id}/creditable': 'invoiceFinal',
   '/v1/invoices/{id}/sync': 'invoiceOpen',

@@ -5,7 +5,7 @@ import { startHarness, type Harness } from '../harness.ts'
 
 let h: Harness
 beforeAll(async () => {
-  h = await startHarness({ roles: ['api', 'ingest', 'worker'] })
+  h = await startHarness({ roles: ['api', 'ingest', 'worker'], env: { KAFKA_BROKERS: '' } }) // direct mode: the batch rows below are the direct path's
 })
 afterAll(() => h?.stop())
 

@@ -354,10 +354,10 @@ export async function triggerCommunication(deps: Deps, actor: Actor, id: string)
  */
 export async function recalculateInvoice(deps: Deps, actor: Actor, id: string): Promise<InvoiceView> {
   const before = await requireInvoice(deps.sql, actor, id)
-  if (before.invoice_status !== 'DRAFT' && before.invoice_status !== 'VOIDED') throw invalidOperation(`invoice ${id} is ${before.invoice_status}: only drafts and voided invoices are recalculated`)
+  if (before.invoice_status !== 'DRAFT' && before.invoice_status !== 'VOIDED') throw invalidOperation(`invoice ${id} is ${before.invoice_status}: only drafts and voided invoices are recalculated`, { invoice_status: before.invoice_status })
   if (before.recalculated_invoice_id) throw invalidOperation(`invoice ${id} was already replaced by ${before.recalculated_invoice_id}`, { recalculated_invoice_id: before.recalculated_invoice_id })
   const spec = await freshSpec(deps, actor, before)
-  if (!spec) throw invalidOperation(`invoice ${id} is not a subscription cycle invoice: there is nothing to compute it from`)
+  if (!spec) throw invalidOperation(`invoice ${id} is not a subscription cycle invoice: there is nothing to compute it from`, { id: 'not a subscription cycle invoice' })
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
     const invoice = await lockInvoice(tx, actor, id)
