@@ -103,5 +103,8 @@ describe('journal entries', () => {
       expect(imbalance(e).isZero()).toBe(true)
     }
     expect(walletEntry(tx({ transaction_reason: 'PURCHASED_CREDIT_INVOICED' }))).toBeNull()
+    // 3.333333333334 credits at 3.00 each pay a 10.00 invoice: 10.00 moves, not 10.000000000002.
+    expect(shown(walletEntry(tx({ type: 'debit', transaction_reason: 'INVOICE_PAYMENT', amount: new D('10.000000000002') }))!)[0]).toEqual(['accounts_receivable', '0.00', '10.00'])
+    expect(walletEntry(tx({ type: 'debit', transaction_reason: 'INVOICE_PAYMENT', amount: new D('10.000000000002') }))!.lines[0].credit.toFixed()).toBe('10')
   })
 })

@@ -13,7 +13,7 @@
 //   promotional_credits            free credits given (an expense)
 //   credit_breakage                credits that expired unused (income)
 //   credit_adjustments             credits removed by hand or when a wallet closed
-import { D, type Decimal } from '../money.ts'
+import { D, roundMoney, type Decimal } from '../money.ts'
 
 interface JournalLine {
   account: string
@@ -170,7 +170,9 @@ function counterAccount(t: WalletTransactionSource): string | null {
 export function walletEntry(t: WalletTransactionSource): JournalEntry | null {
   const counter = counterAccount(t)
   if (!counter) return null
-  const liability = t.type === 'credit' ? t.amount.neg() : t.amount
+  // Credits are counted to 12 places; the ledger moves money, to the currency's minor unit (10/3 credits at 3.00 are 10.00).
+  const money = roundMoney(t.amount, t.currency)
+  const liability = t.type === 'credit' ? money.neg() : money
   const description = `wallet ${t.wallet_id}: ${t.type} ${t.transaction_reason}${t.reference_id ? ` (${t.reference_type} ${t.reference_id})` : ''}`
   return entryOf('wallet_transaction', t, t.created_at, description, [
     [counter, liability.neg()],
