@@ -37,6 +37,8 @@ export async function journal(deps: Deps, actor: Actor, query: { start_time: str
     ]),
     ...transactions.flatMap((t) => walletEntry(t) ?? []),
   ]
-  entries.sort((a, b) => a.date.getTime() - b.date.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  return { start_time: start, end_time: end, entries }
+  // A zero invoice (a trial's) moves nothing: no entry.
+  const moving = entries.filter((e) => e.lines.length > 0)
+  moving.sort((a, b) => a.date.getTime() - b.date.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return { start_time: start, end_time: end, entries: moving }
 }
