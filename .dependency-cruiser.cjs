@@ -3,7 +3,7 @@
 // entry points that use domains but never http/.
 
 /** Domains, lowest first: each may import the ones before it, never one after it. */
-const DOMAINS = ['records', 'tenancy', 'catalog', 'customers', 'subscriptions', 'usage', 'invoicing', 'credits', 'analytics', ['integrations', 'webhooks', 'cloning']]
+const DOMAINS = ['records', 'tenancy', 'catalog', 'customers', 'subscriptions', 'usage', 'invoicing', 'credits', 'analytics', ['integrations', 'webhooks', 'cloning', 'accounting']]
 
 const tiers = DOMAINS.map((t) => (Array.isArray(t) ? t : [t]))
 const alt = (names) => `(${names.join('|')})`

@@ -2,6 +2,7 @@
 // matching event contributes. Pure; the batch writer and the backfill both resolve events here, so a
 // live event and a backfilled one yield the same row.
 import { D, type Decimal } from './money.ts'
+import { ExpressionSkip, meterExpression } from './meter-expression.ts'
 import type { UsageEvent } from './events.ts'
 import type { WindowSize } from './periods.ts'
 
@@ -23,6 +24,8 @@ interface Aggregation {
   groupBy?: string
   /** Aggregate per bucket of this size; a window's value is the sum of its buckets. */
   bucketSize?: WindowSize
+  /** Computes each event's value from its properties instead of reading `field` (core/meter-expression.ts). */
+  expression?: string
 }
 
 /** What resolution needs of a meter: its id, the revision of its filters, the rules. */
@@ -49,6 +52,8 @@ const VALUE_LIMIT = new D('1e26')
 const NUMERIC = /^\s*-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/
 
 export const needsField = (type: AggregationType): boolean => type !== 'COUNT'
+/** The types that aggregate a number per event, which an expression may compute. */
+export const takesExpression = (type: AggregationType): boolean => type !== 'COUNT' && type !== 'COUNT_UNIQUE'
 
 /** A property value as filters and group keys compare it: strings as they are, numbers and booleans as JSON writes them. */
 function propertyText(value: unknown): string | undefined {
@@ -91,6 +96,7 @@ export function resolveUsage(meter: MeterRules, event: Pick<UsageEvent, 'eventNa
   const { type, field, groupBy } = meter.aggregation
   const groupValue = groupBy ? (propertyText(event.properties[groupBy]) ?? '') : ''
   if (type === 'COUNT') return usageRow(meter, groupValue, '1', '')
+  if (meter.aggregation.expression !== undefined) return computedRow(meter, groupValue, event.properties)
   const raw = event.properties[field!]
   if (type === 'COUNT_UNIQUE') {
     const text = propertyText(raw)
@@ -104,6 +110,19 @@ export function resolveUsage(meter: MeterRules, event: Pick<UsageEvent, 'eventNa
     return { skip: raw === undefined ? `property ${field} is missing` : `property ${field} is not a number with at most ${VALUE_SCALE} decimal places below 1e26` }
   }
   return usageRow(meter, groupValue, value.toFixed(), '')
+}
+
+/** The row of a meter whose expression computes the value; an event it yields no number for contributes none. */
+function computedRow(meter: MeterRules, groupValue: string, properties: Record<string, unknown>): { row: UsageRow } | { skip: string } {
+  let value: Decimal
+  try {
+    value = meterExpression(meter.aggregation.expression!)(properties)
+  } catch (err) {
+    if (err instanceof ExpressionSkip) return { skip: `expression: ${err.message}` }
+    throw err
+  }
+  if (value.abs().gte(VALUE_LIMIT)) return { skip: 'expression: the value is not below 1e26' }
+  return usageRow(meter, groupValue, value.toDecimalPlaces(VALUE_SCALE, D.ROUND_HALF_EVEN).toFixed(), '')
 }
 
 /** Every row one event contributes to the given meters. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { Decimal } from 'decimal.js'
-import { D, formatMoney, minorUnits, parseDecimal, parseNonNegative, roundMoney, sumMoney } from './money.ts'
+import { D, displayAmount, formatMoney, minorUnits, parseDecimal, parseNonNegative, roundMoney, sumMoney } from './money.ts'
 
 // Compares as normalized decimal strings, so a failure shows both numbers.
 const expectDec = (actual: Decimal, expected: string) => expect(actual.toFixed()).toBe(new D(expected).toFixed())
@@ -92,5 +92,14 @@ describe('sumMoney', () => {
   it('sums plain Decimals at 40 digits', () => {
     // 21 significant digits: a precision-20 sum would round this.
     expectDec(sumMoney([new Decimal('100000000000000000000'), new Decimal('0.1')]), '100000000000000000000.1')
+  })
+})
+
+describe('displayAmount', () => {
+  it('puts the currency symbol before the amount at its minor digits', () => {
+    expect(displayAmount(new D('12'), 'USD')).toBe('$12.00')
+    expect(displayAmount(new D('0.125'), 'EUR')).toBe('€0.13')
+    expect(displayAmount(new D('1500'), 'JPY')).toBe('¥1500')
+    expect(displayAmount(new D('3.5'), 'KWD')).toBe('KWD3.500')
   })
 })

@@ -46,6 +46,17 @@ export function formatMoney(d: Decimal, currency: string): string {
   return roundMoney(d, currency).toFixed(minorUnits(currency))
 }
 
+/** An amount as people read it, with the currency's symbol: 12 USD → "$12.00", 1500 JPY → "¥1500" (Flexprice's display_amount). */
+export function displayAmount(d: Decimal, currency: string): string {
+  let symbol = currency
+  try {
+    symbol = new Intl.NumberFormat('en', { style: 'currency', currency, currencyDisplay: 'narrowSymbol' }).formatToParts(0).find((p) => p.type === 'currency')?.value ?? currency
+  } catch {
+    // A code Intl does not know: shown by its code.
+  }
+  return `${symbol}${formatMoney(d, currency)}`
+}
+
 export function sumMoney(list: Decimal[]): Decimal {
   return list.reduce<Decimal>((acc, x) => acc.plus(x), new D(0))
 }

@@ -18,6 +18,8 @@ import { customerWalletLookup, walletRoutes } from './routes/wallets.ts'
 import { couponRoutes } from './routes/coupons.ts'
 import { creditNoteRoutes } from './routes/credit-notes.ts'
 import { invoiceRoutes } from './routes/invoices.ts'
+import { paymentRoutes } from './routes/payments.ts'
+import { accountingRoutes } from './routes/accounting.ts'
 import { jobRoutes } from './routes/jobs.ts'
 import { taxRoutes } from './routes/taxes.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
@@ -25,4 +27,4 @@ import { integrationRoutes } from './routes/integrations.ts'
 import { aiRoutes } from './routes/ai.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes]
+export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes]

@@ -224,6 +224,15 @@ export async function listRecords<T>(
   return { rows: rows.map((row) => decodeRow<T>(table, row)), total }
 }
 
+/** Published records (invoices, credit notes) finalized, or voided after finalization, in [start, end), by finalization. */
+export async function finalizedOrVoidedBetween<T>(db: Db, table: RecordTable, scope: Scope, start: Date, end: Date): Promise<T[]> {
+  const rows = await db`SELECT * FROM ${db(table.name)}
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND status = 'published' AND finalized_at IS NOT NULL
+      AND ((finalized_at >= ${start} AND finalized_at < ${end}) OR (voided_at >= ${start} AND voided_at < ${end}))
+    ORDER BY finalized_at, id`
+  return rows.map((row) => decodeRow<T>(table, row))
+}
+
 // ---- declared filters -----------------------------------------------------------------------------------
 
 /** eq: equal; in: one of a list; contains: case-insensitive substring; gte / lt: a time range. */

@@ -84,6 +84,7 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.invoiceOpen = (await invoice()).id
   await post(`/v1/invoices/${ids.invoiceOpen}/finalize`)
   await call(h, key, 'PUT', `/v1/invoices/${paid.id}/payment`, { payment_status: 'SUCCEEDED', amount: '5.00' })
+  ids.payment = (await call(h, key, 'GET', `/v1/payments?invoice_id=${paid.id}`)).items[0].id
   ids.creditNote = (await post('/v1/creditnotes', { invoice_id: paid.id, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: ids.invoiceLine, amount: '1.00' }] })).id
 
   ids.endpoint = (await post('/v1/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook', disabled: true })).id
@@ -222,6 +223,7 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'PUT /v1/invoices/{id}/payment': [{ payment_status: 'PENDING' }],
     'POST /v1/creditnotes': [{ invoice_id: ids.invoiceFinal, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: ids.invoiceLine, amount: '0.50' }] }],
     'POST /v1/creditnotes/search': [{ invoice_id: ids.invoiceFinal }],
+    'POST /v1/payments/search': [{ invoice_id: ids.invoiceFinal }],
     'POST /v1/coupons/{id}/associations': [{ subscription_id: ids.subscription2, subscription_line_item_id: ids.lineItem }],
     'POST /v1/coupons': [{ name: unique('c'), type: 'fixed', cadence: 'once', amount_off: '1', currency: 'USD' }],
     'PUT /v1/coupons/{id}': [{ name: 'Renamed coupon' }],
@@ -290,6 +292,7 @@ const ID_KIND: [string, string][] = [
   ['/v1/creditgrants/', 'creditGrant'],
   ['/v1/invoices/', 'invoice'],
   ['/v1/creditnotes/', 'creditNote'],
+  ['/v1/payments/', 'payment'],
   ['/v1/coupons/associations/', 'couponAssociation'],
   ['/v1/coupons/', 'coupon'],
   ['/v1/taxes/rates/', 'taxRate'],

@@ -1,5 +1,5 @@
 // A stand-in for the few Stripe endpoints the Stripe adapter calls (customers, invoices, invoice items,
-// finalize, pay), on a local port: there is no outside network here. It keeps what it was sent, honours
+// finalize, pay, Checkout Sessions in setup mode and their setup intents), on a local port: there is no outside network here. It keeps what it was sent, honours
 // Idempotency-Key like Stripe (a repeated key answers the first response), checks the secret key, and
 // can be taken down or made to fail one path, as an outage would.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -34,10 +34,27 @@ export interface FakeInvoice {
   hosted_invoice_url?: string
 }
 
+interface FakeSession {
+  id: string
+  object: 'checkout.session'
+  mode: string
+  customer: string
+  currency: string
+  success_url: string
+  cancel_url?: string
+  metadata: Record<string, string>
+  setup_intent: string
+  status: 'open' | 'complete'
+  url: string
+}
+
 export interface FakeStripe {
   url: string
   customers: Map<string, FakeCustomer>
   invoices: Map<string, FakeInvoice>
+  sessions: Map<string, FakeSession>
+  /** The customer completes a setup session's page with this card (its setup intent then holds it). */
+  completeSetup(sessionId: string, paymentMethod: string): FakeSession
   /** Every request: method, path and form fields. */
   requests: { method: string; path: string; form: Form }[]
   /** While set, every request answers 503. */
@@ -62,12 +79,21 @@ function parseForm(text: string): Form {
 export async function startFakeStripe(secretKey: string): Promise<FakeStripe> {
   let seq = 0
   const cache = new Map<string, { status: number; body: unknown }>()
+  /** Setup intent → the payment method it saved (none until its session is completed). */
+  const intents = new Map<string, string | null>()
   const fake = {
     customers: new Map<string, FakeCustomer>(),
     invoices: new Map<string, FakeInvoice>(),
+    sessions: new Map<string, FakeSession>(),
     requests: [],
     down: false,
     failOn: undefined,
+    completeSetup: (sessionId: string, paymentMethod: string) => {
+      const session = fake.sessions.get(sessionId)!
+      session.status = 'complete'
+      intents.set(session.setup_intent, paymentMethod)
+      return session
+    },
     addCustomer: (id: string, options: { paymentMethod?: string; declines?: boolean } = {}) => {
       fake.customers.set(id, { id, object: 'customer', invoice_settings: { default_payment_method: options.paymentMethod ?? null }, declines: options.declines ?? false })
     },
@@ -85,6 +111,29 @@ export async function startFakeStripe(secretKey: string): Promise<FakeStripe> {
     if (method === 'GET' && (m = /^\/v1\/customers\/([\w-]+)$/.exec(path))) {
       const c = fake.customers.get(m[1])
       return c ? { status: 200, body: c } : error(404, `No such customer: '${m[1]}'`)
+    }
+    if (method === 'POST' && (m = /^\/v1\/customers\/([\w-]+)$/.exec(path))) {
+      const c = fake.customers.get(m[1])
+      if (!c) return error(404, `No such customer: '${m[1]}'`)
+      const settings = (form as unknown as { invoice_settings?: { default_payment_method?: string } }).invoice_settings
+      if (settings?.default_payment_method) c.invoice_settings.default_payment_method = settings.default_payment_method
+      return { status: 200, body: c }
+    }
+    if (method === 'POST' && path === '/v1/checkout/sessions') {
+      if (form.mode !== 'setup') return error(400, 'only setup mode is faked')
+      if (!fake.customers.has(form.customer)) return error(400, `No such customer: '${form.customer}'`)
+      if (!form.success_url) return error(400, 'Missing required param: success_url.')
+      const id = `cs_fake${++seq}`
+      const setupIntent = `seti_fake${++seq}`
+      intents.set(setupIntent, null)
+      const session: FakeSession = { id, object: 'checkout.session', mode: 'setup', customer: form.customer, currency: form.currency, success_url: form.success_url, cancel_url: form.cancel_url, metadata: form.metadata ?? {}, setup_intent: setupIntent, status: 'open', url: `https://checkout.stripe.test/c/pay/${id}` }
+      fake.sessions.set(id, session)
+      return { status: 200, body: session }
+    }
+    if (method === 'GET' && (m = /^\/v1\/setup_intents\/([\w-]+)$/.exec(path))) {
+      if (!intents.has(m[1])) return error(404, `No such setupintent: '${m[1]}'`)
+      const pm = intents.get(m[1])
+      return { status: 200, body: { id: m[1], object: 'setup_intent', status: pm ? 'succeeded' : 'requires_payment_method', payment_method: pm } }
     }
     if (method === 'POST' && path === '/v1/invoices') {
       if (!fake.customers.has(form.customer)) return error(400, `No such customer: '${form.customer}'`)

@@ -7,6 +7,7 @@
 // No allowance applies, and all usage is billed, when there is no entitlement, when `usage_limit` is
 // null (null means "no limit on access", not "free") or when the entitlement is disabled.
 import { D, type Decimal } from '../money.ts'
+import { BILLING_PERIODS, calendarAnchor, periodsBetween, type BillingPeriod, type Period } from '../periods.ts'
 
 /** The fields of an Entitlement that matter to billing. */
 export type Allowance = { usage_limit: number | null; is_soft_limit?: boolean; is_enabled?: boolean }
@@ -29,4 +30,28 @@ export function applyAllowance(usage: Decimal, allowance: Allowance | null | und
   const included = D.min(usage, limit)
   const over = usage.minus(included)
   return allowance.is_soft_limit ? { included, billable: over, unbilled_over_limit: zero } : { included, billable: zero, unbilled_over_limit: over }
+}
+
+/** The same allowance given once per window (a DAILY limit on a monthly plan: once a day), summed. */
+export function applyAllowancePerWindow(usages: readonly Decimal[], allowance: Allowance | null | undefined): AllowanceResult {
+  const zero = new D(0)
+  return usages
+    .map((u) => applyAllowance(u, allowance))
+    .reduce((acc, r) => ({ included: acc.included.plus(r.included), billable: acc.billable.plus(r.billable), unbilled_over_limit: acc.unbilled_over_limit.plus(r.unbilled_over_limit) }), { included: zero, billable: zero, unbilled_over_limit: zero })
+}
+
+/**
+ * The windows of `usage` that each get the allowance: with a reset period shorter than the billing period
+ * (usage_reset_period DAILY on a monthly plan), one per calendar reset period in the time zone, cut to the
+ * usage window; otherwise the usage window itself (one allowance per billing period, as before).
+ */
+export function allowanceWindows(usage: Period, reset: string | null | undefined, billing: { period: BillingPeriod; count: number }, timeZone?: string): Period[] {
+  const r = BILLING_PERIODS.indexOf(reset as BillingPeriod)
+  const b = BILLING_PERIODS.indexOf(billing.period)
+  if (r < 0 || r > b || (r === b && billing.count <= 1)) return [usage]
+  const period = reset as BillingPeriod
+  return periodsBetween(calendarAnchor(usage.start, period, timeZone), period, 1, usage.start, usage.end, timeZone).map((p) => ({
+    start: p.start < usage.start ? usage.start : p.start,
+    end: p.end > usage.end ? usage.end : p.end,
+  }))
 }

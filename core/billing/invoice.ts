@@ -5,7 +5,7 @@
 import { validationError } from '../errors.ts'
 import { D, minorUnits, roundMoney, sumMoney, type Decimal } from '../money.ts'
 import { priceAmount, type PriceInput, type TierLine } from '../pricing/index.ts'
-import { applyAllowance, type Allowance } from './allowance.ts'
+import { applyAllowance, applyAllowancePerWindow, type Allowance } from './allowance.ts'
 import { applyCommitment, applySharedCommitment, type Commitment, type CommitmentResult } from './commitment.ts'
 import { applyCoupons, type CouponApplication, type CouponUse } from './coupons.ts'
 import { applyTaxes, type TaxApplied, type TaxUse } from './taxes.ts'
@@ -22,6 +22,8 @@ export type InvoiceLineInput = {
   price?: PriceInput
   amount?: Decimal
   allowance?: Allowance | null
+  /** Usage per allowance window when the allowance resets inside the period (they add up to quantity). */
+  usage_windows?: Decimal[]
   commitment?: Commitment | null
 }
 
@@ -93,7 +95,8 @@ function priceLine(line: InvoiceLineInput, index: number, currency: string): Pri
   if ((line.price == null) === (line.amount == null)) throw validationError(`lines[${index}]`, 'needs exactly one of price and amount')
   if (line.allowance && !line.price) throw validationError(`lines[${index}].allowance`, 'needs a price to apply to')
   const quantity = line.quantity ?? new D(1)
-  const priced = line.price ? priceAmount(line.price, applyAllowance(quantity, line.allowance).billable) : null
+  const allowed = line.usage_windows ? applyAllowancePerWindow(line.usage_windows, line.allowance) : applyAllowance(quantity, line.allowance)
+  const priced = line.price ? priceAmount(line.price, allowed.billable) : null
   const unrounded = priced ? priced.amount : line.amount!
   return {
     price_type: line.price_type,

@@ -196,7 +196,7 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
     const commitment = sub.commitment_amount === null ? null : subscriptionCommitment(sub, unit.point.arrear, []).commitment
     const priced = periodCosts(
       unit.charges.map((c) => c.cumulative!),
-      { currency: sub.currency, lines: unit.charges.map((c) => ({ price: c.row.price as unknown as PriceInput, allowance: allowanceOf(unit.ctx, c.row) })), commitment },
+      { currency: sub.currency, lines: unit.charges.map((c) => ({ price: c.row.price as unknown as PriceInput, allowance: allowanceOf(unit.ctx, c.row)?.allowance ?? null })), commitment },
       unit.charges.map((c) => c.charge.period.start >= unit.instants[0]),
     )
     unit.charges.forEach((c, k) => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { D } from '../../core/money.ts'
 import { signatureHeader } from '../../core/signatures.ts'
-import { customer, eventsOf } from '../../test/catalog.ts'
+import { customer, eventsOf, fixedPrice, plan, subscribed } from '../../test/catalog.ts'
 import { startFakeStripe, type FakeInvoice, type FakeStripe } from '../../test/fake-stripe.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { call, newWallet, topUp } from '../../test/wallets.ts'
@@ -43,6 +43,8 @@ const syncOf = async (invoiceId: string) => (await call(h, 'GET', `/v1/invoices/
 const invoice = (id: string) => call(h, 'GET', `/v1/invoices/${id}`)
 const stripeInvoiceOf = (invoiceId: string) => [...fake.invoices.values()].filter((i) => i.metadata.meterbill_invoice_id === invoiceId)
 const now = () => Math.floor(clock.now().getTime() / 1000)
+const paymentsOf = async (invoiceId: string) =>
+  (await call(h, 'GET', `/v1/payments?invoice_id=${invoiceId}&order=asc`)).items.map((p: any) => [p.payment_method_type, p.payment_gateway ?? null, p.gateway_payment_id ?? null, p.amount, p.payment_status, p.error_message ?? null])
 
 /** A finalized one-off USD invoice with these lines (no tax, no discount). */
 async function finalized(customerId: string, amounts: string[]) {
@@ -180,6 +182,7 @@ describe('pushing finalized invoices', () => {
     expect((await notify(intent)).body).toEqual({ received: true, duplicate: false, outcome: 'duplicate_payment', invoice_id: inv.id })
     expect((await invoice(inv.id)).amount_paid).toBe('147.73')
     expect((await eventsOf(h, inv.id)).filter((e) => e === 'invoice.update.payment')).toHaveLength(1)
+    expect(await paymentsOf(inv.id)).toEqual([['CARD', 'stripe', pushed.id, '147.73', 'SUCCEEDED', null]])
 
     // Replayed after the 5-minute tolerance: refused, whatever its signature.
     clock.advance(5 * 60_000 + 1000)
@@ -210,10 +213,17 @@ describe('pushing finalized invoices', () => {
     expect(fake.customers.size).toBeGreaterThan(0)
     expect((await call(h, 'GET', `/v1/customers/${cus.id}`)).integrations).toHaveLength(1) // mapped already: no new Stripe customer
 
+    // The charge is a card payment pending until Stripe says the invoice is paid.
+    expect(await paymentsOf(inv.id)).toEqual([
+      ['OFFLINE', null, null, '10', 'SUCCEEDED', null],
+      ['CARD', 'stripe', pushed.id, '50', 'PENDING', null],
+    ])
+
     expect((await notify(invoicePaid(pushed))).body.outcome).toBe('payment_recorded')
     const paid = await invoice(inv.id)
     // 10.00 + 50.00 = 60.00: paid in full.
     expect([paid.payment_status, paid.amount_paid, paid.amount_remaining]).toEqual(['SUCCEEDED', '60', '0'])
+    expect((await paymentsOf(inv.id))[1]).toEqual(['CARD', 'stripe', pushed.id, '50', 'SUCCEEDED', null])
   })
 
   it('a declined card leaves the invoice open at Stripe, with its page as the checkout address', async () => {
@@ -225,6 +235,9 @@ describe('pushing finalized invoices', () => {
     expect(pushed).toMatchObject({ collection_method: 'charge_automatically', status: 'open', amount_due: 1250 })
     expect(await syncOf(inv.id)).toMatchObject([{ sync_status: 'SYNCED', provider_status: 'open', last_error: expect.stringContaining('declined') }])
     expect((await invoice(inv.id)).metadata.checkout_url).toBe(`https://invoice.stripe.test/i/${pushed.id}`)
+    const [failed] = await paymentsOf(inv.id)
+    expect(failed.slice(0, 5)).toEqual(['CARD', 'stripe', pushed.id, '12.5', 'FAILED'])
+    expect(failed[5]).toContain('declined')
   })
 
   it('a SKIPPED invoice (zero, nothing to pay) is never pushed', async () => {
@@ -247,6 +260,59 @@ describe('pushing finalized invoices', () => {
     expect((await call(h, 'GET', `/v1/wallets/${wallet.id}`)).credit_balance).toBe('0')
     expect((await notify(invoicePaid(pushed))).body.outcome).toBe('payment_recorded')
     expect((await call(h, 'GET', `/v1/wallets/${wallet.id}`)).credit_balance).toBe('40')
+  })
+})
+
+describe('a trial charged automatically', () => {
+  it('gets a Stripe Checkout page in setup mode; once the card is saved it is the default and the trial invoice is settled', async () => {
+    const conn = await call(h, 'GET', `/v1/connections/${connection.id}`)
+    await call(h, 'PUT', `/v1/connections/${connection.id}`, { metadata: { ...conn.metadata, checkout_success_url: 'https://app.example.test/welcome' } })
+    fake.addCustomer('cus_trial')
+    const cus = await customer(h, { name: 'Trial Co', integrations: [{ provider_type: 'stripe', provider_entity_id: 'cus_trial' }] })
+    const p = await plan(h, { prices: [fixedPrice('25.00', { invoice_cadence: 'ADVANCE' })] })
+    const started = new Date(clock.now().getTime() - 2 * 3_600_000).toISOString()
+    const trialEnd = new Date(clock.now().getTime() + 14 * 86_400_000).toISOString()
+    const sub = await subscribed(h, { customer_id: cus.id, plan_id: p.id, start_date: started, trial_start: started, trial_end: trialEnd, collection_method: 'charge_automatically' })
+    await call(h, 'POST', '/v1/jobs/billing-run/run')
+    const [trial] = (await call(h, 'GET', `/v1/invoices?subscription_id=${sub.id}`)).items
+    expect(trial).toMatchObject({ billing_reason: 'SUBSCRIPTION_TRIAL_START', invoice_status: 'FINALIZED', total: '0', metadata: { checkout_status: 'awaiting_payment_method' } })
+
+    await runSync()
+    const session = [...fake.sessions.values()].find((x) => x.metadata.meterbill_invoice_id === trial.id)!
+    expect(session).toMatchObject({ mode: 'setup', customer: 'cus_trial', currency: 'usd', success_url: 'https://app.example.test/welcome', status: 'open' })
+    expect((await invoice(trial.id)).metadata).toMatchObject({ payment_provider: 'stripe', checkout_url: session.url, checkout_status: 'open', checkout_session_id: session.id })
+    expect(await syncOf(trial.id)).toMatchObject([{ sync_status: 'SYNCED', provider_status: 'setup_open', checkout_url: session.url }])
+
+    fake.completeSetup(session.id, 'pm_card_visa')
+    const completed = stripeEvent('checkout.session.completed', { id: session.id, object: 'checkout.session', mode: 'setup', customer: 'cus_trial', setup_intent: session.setup_intent, metadata: session.metadata })
+    expect((await notify(completed)).body).toMatchObject({ outcome: 'card_saved', invoice_id: trial.id })
+    expect(fake.customers.get('cus_trial')!.invoice_settings.default_payment_method).toBe('pm_card_visa')
+    expect(await invoice(trial.id)).toMatchObject({ payment_status: 'SUCCEEDED', metadata: { checkout_status: 'completed' } })
+    // Nothing was owed: no payment record. A resend changes nothing.
+    expect(await paymentsOf(trial.id)).toEqual([])
+    expect((await notify(completed)).body).toEqual({ received: true, duplicate: true })
+  })
+
+  it('without checkout_success_url on the connection the setup waits with the reason, and goes out once it is set and retried', async () => {
+    const conn = await call(h, 'GET', `/v1/connections/${connection.id}`)
+    const { checkout_success_url: _s, ...others } = conn.metadata
+    await call(h, 'PUT', `/v1/connections/${connection.id}`, { metadata: others })
+    fake.addCustomer('cus_trial_2')
+    const cus = await customer(h, { integrations: [{ provider_type: 'stripe', provider_entity_id: 'cus_trial_2' }] })
+    const p = await plan(h, { prices: [fixedPrice('25.00', { invoice_cadence: 'ADVANCE' })] })
+    const started = new Date(clock.now().getTime() - 2 * 3_600_000).toISOString()
+    const sub = await subscribed(h, { customer_id: cus.id, plan_id: p.id, start_date: started, trial_start: started, trial_end: new Date(clock.now().getTime() + 86_400_000).toISOString(), collection_method: 'charge_automatically' })
+    await call(h, 'POST', '/v1/jobs/billing-run/run')
+    const [trial] = (await call(h, 'GET', `/v1/invoices?subscription_id=${sub.id}`)).items
+    await runSync()
+    expect(await syncOf(trial.id)).toMatchObject([{ sync_status: 'PENDING', last_error: expect.stringContaining('checkout_success_url') }])
+    expect((await invoice(trial.id)).metadata.checkout_status).toBe('awaiting_payment_method')
+
+    await call(h, 'PUT', `/v1/connections/${connection.id}`, { metadata: { ...others, checkout_success_url: 'https://app.example.test/welcome' } })
+    await call(h, 'POST', `/v1/invoices/${trial.id}/sync`)
+    await runSync()
+    expect(await syncOf(trial.id)).toMatchObject([{ sync_status: 'SYNCED', provider_status: 'setup_open' }])
+    expect((await invoice(trial.id)).metadata.checkout_status).toBe('open')
   })
 })
 

@@ -52,10 +52,33 @@ interface ProviderPayment {
   currency: string
 }
 
+/** A card to save at the provider for an invoice that asks for no money now (a trial's): a hosted setup page. */
+export interface CardSetup {
+  invoice: { id: string; currency: string }
+  customer: InvoicePush['customer']
+  success_url: string
+  cancel_url: string | null
+}
+
+export interface SetupResult {
+  provider_customer_id: string
+  session_id: string
+  checkout_url: string
+}
+
+/** A card setup the customer completed, as a notification reports it. */
+interface CompletedSetup {
+  invoice_id: string | null
+  session_id: string
+  setup_intent: string | null
+  provider_customer_id: string | null
+}
+
 export interface ProviderNotification {
   id: string
   type: string
   payment: ProviderPayment | null
+  setup?: CompletedSetup | null
 }
 
 export interface PaymentProvider {
@@ -64,6 +87,10 @@ export interface PaymentProvider {
   verify(headers: Record<string, string | string[] | undefined>, rawBody: string, secrets: ProviderSecrets, now: number): SignatureCheck
   /** Reads a verified notification; undefined when it is not one. */
   parse(rawBody: string): ProviderNotification | undefined
+  /** Opens a hosted page where the customer saves a card (Stripe Checkout in setup mode). */
+  setupCard(connection: ProviderConnection, setup: CardSetup): Promise<SetupResult>
+  /** The card of a completed setup becomes the customer's default: later invoices are charged with it. */
+  saveCard(connection: ProviderConnection, setup: { setup_intent: string; provider_customer_id: string }): Promise<void>
 }
 
 /** A provider call that failed: unreachable, refused or answered with an error. */

@@ -15,9 +15,10 @@ import { updateCustomer } from '../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../core/list.ts'
 import { mergeInvoiceMetadata, paymentState, recordPayment } from '../invoicing/invoices/payments.ts'
 import { getInvoice, lockInvoice, requireInvoice, type InvoiceView } from '../invoicing/invoices/read.ts'
+import { trackPayment } from '../invoicing/payments/service.ts'
 import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
 import type { Progress } from '../../infra/scheduler.ts'
-import { PROVIDER_TYPES, ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType } from './provider.ts'
+import { PROVIDER_TYPES, ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType, type PushResult } from './provider.ts'
 import { stripe } from './stripe.ts'
 import * as store from './store.ts'
 
@@ -185,6 +186,42 @@ function itemsOf(invoice: InvoiceView) {
 
 type SyncOutcome = 'synced' | 'retrying' | 'failed' | 'skipped'
 
+/**
+ * A trial charged automatically asks for no money now but for a card: the provider's hosted setup page
+ * (Stripe Checkout in setup mode) becomes the invoice's checkout_url. Its address after the card is saved
+ * is the connection's metadata checkout_success_url (checkout_cancel_url when the customer leaves).
+ */
+async function setupCard(deps: Deps, scope: Scope, connection: store.ConnectionRow, invoice: InvoiceView, row: store.SyncRow, now: Date): Promise<SyncOutcome> {
+  const success = connection.metadata.checkout_success_url
+  if (!success) throw new ProviderError("the connection's metadata has no checkout_success_url, where the customer goes once the card is saved")
+  const mapping = invoice.customer?.integrations.find((m) => m.provider_type === connection.provider_type)
+  const result = await PROVIDERS[connection.provider_type].setupCard(providerConnection(deps, connection), {
+    invoice: { id: invoice.id, currency: invoice.currency },
+    customer: { id: invoice.customer_id, name: invoice.customer?.name ?? invoice.customer_id, email: invoice.customer?.email ?? null, provider_customer_id: mapping?.provider_entity_id ?? null },
+    success_url: success,
+    cancel_url: connection.metadata.checkout_cancel_url ?? null,
+  })
+  await linkCustomer(deps, scope, invoice, connection.provider_type, result.provider_customer_id)
+  const pushed: PushResult = { provider_invoice_id: result.session_id, provider_customer_id: result.provider_customer_id, collection_method: 'charge_automatically', provider_status: 'setup_open', checkout_url: result.checkout_url, payment_error: null }
+  await transaction(deps, async (tx) => {
+    await store.markSynced(tx, row, pushed, now)
+    await mergeInvoiceMetadata(tx, scope, { by: 'system', at: now }, invoice.id, { payment_provider: connection.provider_type, checkout_url: result.checkout_url, checkout_status: 'open', checkout_session_id: result.session_id })
+  })
+  return 'synced'
+}
+
+/**
+ * A push that charged the saved payment method is a card payment: failed (with the provider's reason), or
+ * pending until the provider's notification of the paid invoice (same reference) completes it.
+ */
+async function recordCharge(tx: Tx, scope: Scope, audit: Audit, invoice: InvoiceView, provider: ProviderType, result: PushResult): Promise<void> {
+  if (result.collection_method !== 'charge_automatically') return
+  const status = result.payment_error ? 'FAILED' : result.provider_status === 'paid' ? 'PENDING' : null
+  if (!status) return
+  const source = { method: 'CARD' as const, gateway: provider, reference: result.provider_invoice_id, error_message: result.payment_error }
+  await trackPayment(tx, scope, audit, invoice, { status, amount: invoice.amount_remaining }, source)
+}
+
 /** The customer's id at the provider, recorded in the customer's integrations the first time it is made there. */
 async function linkCustomer(deps: Deps, scope: Scope, invoice: InvoiceView, provider: ProviderType, providerCustomerId: string): Promise<void> {
   const customer = invoice.customer!
@@ -202,12 +239,18 @@ async function syncOne(deps: Deps, row: store.SyncRow, now: Date): Promise<SyncO
   const scope: Scope = { tenantId: row.tenant_id, environmentId: row.environment_id }
   const connection = await requireRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, scope, row.connection_id)
   const invoice = await getInvoice(deps, systemActor(scope), row.invoice_id)
-  const skip = connection.status !== 'published' ? 'the connection was deleted' : invoice.invoice_status !== 'FINALIZED' ? `the invoice is ${invoice.invoice_status}` : invoice.amount_remaining.isZero() ? 'nothing is left to pay' : undefined
+  const awaitingCard = invoice.metadata.checkout_status === 'awaiting_payment_method'
+  const skip =
+    connection.status !== 'published' ? 'the connection was deleted'
+    : invoice.invoice_status !== 'FINALIZED' ? `the invoice is ${invoice.invoice_status}`
+    : invoice.amount_remaining.isZero() && !awaitingCard ? 'nothing is left to pay'
+    : undefined
   if (skip) {
     await store.markSkipped(deps.sql, row, skip, now)
     return 'skipped'
   }
   try {
+    if (awaitingCard) return await setupCard(deps, scope, connection, invoice, row, now)
     const mapping = invoice.customer?.integrations.find((m) => m.provider_type === connection.provider_type)
     const result = await PROVIDERS[connection.provider_type].push(providerConnection(deps, connection), {
       invoice: { id: invoice.id, number: invoice.invoice_number, currency: invoice.currency, due_date: invoice.due_date, description: invoice.description },
@@ -224,6 +267,7 @@ async function syncOne(deps: Deps, row: store.SyncRow, now: Date): Promise<SyncO
         payment_provider_invoice_id: result.provider_invoice_id,
         ...(result.checkout_url && { checkout_url: result.checkout_url }),
       })
+      await recordCharge(tx, scope, audit, invoice, connection.provider_type, result)
     })
     return 'synced'
   } catch (err) {
@@ -273,7 +317,7 @@ export interface Notification {
 type Applied = { outcome: string; invoiceId?: string; reference?: string }
 
 /** Our invoice a payment is for: the one pushed as that provider invoice, else the one its metadata names. */
-async function invoiceOf(tx: Tx, scope: Scope, connectionId: string, payment: NonNullable<ProviderNotification['payment']>): Promise<string | undefined> {
+async function invoiceOf(tx: Tx, scope: Scope, connectionId: string, payment: { invoice_id: string | null; provider_invoice_id: string | null }): Promise<string | undefined> {
   const pushed = payment.provider_invoice_id ? await store.invoiceOfProviderInvoice(tx, connectionId, payment.provider_invoice_id) : undefined
   if (pushed || !payment.invoice_id) return pushed
   try {
@@ -290,6 +334,7 @@ async function invoiceOf(tx: Tx, scope: Scope, connectionId: string, payment: No
  * acknowledged and kept with the reason, since the provider would otherwise resend it for days.
  */
 async function applyNotification(deps: Deps, tx: Tx, scope: Scope, connection: store.ConnectionRow, event: ProviderNotification, now: Date): Promise<Applied> {
+  if (event.setup && connection.sync_config.invoice?.inbound !== false) return applySetup(deps, tx, scope, connection, event, now)
   const payment = event.payment
   if (!payment || connection.sync_config.invoice?.inbound === false) return { outcome: 'ignored' }
   const invoiceId = await invoiceOf(tx, scope, connection.id, payment)
@@ -299,12 +344,29 @@ async function applyNotification(deps: Deps, tx: Tx, scope: Scope, connection: s
   if (payment.currency !== invoice.currency) return { outcome: `not_applied: paid in ${payment.currency}, invoiced in ${invoice.currency}`, invoiceId }
   try {
     const status = applyPayment(paymentState(invoice), payment.amount, now).payment_status
-    await recordPayment(deps, tx, scope, { by: `${connection.provider_type}:${event.id}`, at: now }, invoiceId, { payment_status: status, amount: payment.amount.toFixed() })
+    const source = { method: 'CARD' as const, gateway: connection.provider_type, reference: payment.reference }
+    await recordPayment(deps, tx, scope, { by: `${connection.provider_type}:${event.id}`, at: now }, invoiceId, { payment_status: status, amount: payment.amount.toFixed() }, source)
   } catch (err) {
     if (err instanceof AppError) return { outcome: `not_applied: ${err.message}`, invoiceId }
     throw err
   }
   return { outcome: 'payment_recorded', invoiceId, reference: payment.reference }
+}
+
+/**
+ * A card setup completed: the trial invoice that asked for it is settled (nothing was owed: no payment
+ * record) and a subscription waiting for it becomes active; once per invoice.
+ */
+async function applySetup(deps: Deps, tx: Tx, scope: Scope, connection: store.ConnectionRow, event: ProviderNotification, now: Date): Promise<Applied> {
+  const setup = event.setup!
+  const invoiceId = await invoiceOf(tx, scope, connection.id, { invoice_id: setup.invoice_id, provider_invoice_id: null })
+  if (!invoiceId) return { outcome: 'unmatched' }
+  const invoice = await lockInvoice(tx, scope, invoiceId)
+  if (invoice.metadata.checkout_status === 'completed') return { outcome: 'duplicate_setup', invoiceId }
+  const audit: Audit = { by: `${connection.provider_type}:${event.id}`, at: now }
+  await mergeInvoiceMetadata(tx, scope, audit, invoiceId, { checkout_status: 'completed' })
+  await recordPayment(deps, tx, scope, audit, invoiceId, { payment_status: 'SUCCEEDED' }, { method: 'CARD', gateway: connection.provider_type, reference: setup.session_id })
+  return { outcome: 'card_saved', invoiceId }
 }
 
 /**
@@ -323,6 +385,8 @@ export async function receiveNotification(deps: Deps, input: Notification): Prom
   if (!check.ok) throw new AppError('permission_denied', `the notification's signature is ${check.reason}`, { reason: check.reason }, { status: 401 })
   const event = adapter.parse(rawBody)
   if (!event) throw validationError('body', 'is not a provider notification (id, type, data.object)')
+  // The saved card becomes the customer's default at the provider before we record it (idempotent on a resend).
+  if (event.setup?.setup_intent && event.setup.provider_customer_id) await adapter.saveCard(providerConnection(deps, connection), { setup_intent: event.setup.setup_intent, provider_customer_id: event.setup.provider_customer_id })
   return transaction(deps, async (tx) => {
     const id = await store.receiveEvent(tx, scope, connection.id, event, now)
     if (!id) return { received: true as const, duplicate: true }

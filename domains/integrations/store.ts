@@ -52,7 +52,8 @@ export async function connectionAt(db: Db, scope: Scope, providerType: string): 
 }
 
 /**
- * Queues every finalized invoice still owing that a live connection pushes and has not queued yet:
+ * Queues every finalized invoice still owing (or waiting for a card: a trial charged automatically) that a
+ * live connection pushes and has not queued yet:
  * those finalized since the connection was made (history is not pushed on connecting).
  */
 export async function enqueueSyncs(db: Db, now: Date): Promise<number> {
@@ -60,7 +61,8 @@ export async function enqueueSyncs(db: Db, now: Date): Promise<number> {
     SELECT i.id, c.id, i.tenant_id, i.environment_id, c.provider_type, 'PENDING', ${now}, ${now}, ${now}
     FROM connections c
     JOIN invoices i ON i.tenant_id = c.tenant_id AND i.environment_id = c.environment_id
-      AND i.invoice_status = 'FINALIZED' AND i.amount_remaining > 0 AND i.finalized_at >= c.created_at AND i.status <> 'deleted'
+      AND i.invoice_status = 'FINALIZED' AND i.finalized_at >= c.created_at AND i.status <> 'deleted'
+      AND (i.amount_remaining > 0 OR i.metadata->>'checkout_status' = 'awaiting_payment_method')
     WHERE c.status = 'published' AND COALESCE((c.sync_config #>> '{invoice,outbound}')::boolean, true)
       AND NOT EXISTS (SELECT 1 FROM invoice_syncs s WHERE s.invoice_id = i.id AND s.connection_id = c.id)
     ON CONFLICT (invoice_id, connection_id) DO NOTHING

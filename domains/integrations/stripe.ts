@@ -6,7 +6,7 @@
 // our invoice, so a push retried after a failure half-way finds what the first attempt made.
 import { D, minorUnits, type Decimal } from '../../core/money.ts'
 import { verifySignature } from '../../core/signatures.ts'
-import { ProviderError, type InvoicePush, type PaymentProvider, type ProviderConnection, type ProviderNotification, type PushResult } from './provider.ts'
+import { ProviderError, type CardSetup, type InvoicePush, type PaymentProvider, type ProviderConnection, type ProviderNotification, type PushResult, type SetupResult } from './provider.ts'
 
 const STRIPE_API = 'https://api.stripe.com'
 const TIMEOUT_MS = 15_000
@@ -18,6 +18,8 @@ interface StripeObject {
   id?: unknown
   status?: unknown
   hosted_invoice_url?: unknown
+  url?: unknown
+  payment_method?: unknown
   default_source?: unknown
   invoice_settings?: { default_payment_method?: unknown }
   error?: { message?: string; type?: string }
@@ -28,7 +30,17 @@ interface StripeEvent {
   id?: unknown
   type?: unknown
   data?: {
-    object?: { id?: unknown; currency?: unknown; amount_paid?: unknown; amount_received?: unknown; invoice?: unknown; metadata?: { meterbill_invoice_id?: unknown } }
+    object?: {
+      id?: unknown
+      currency?: unknown
+      amount_paid?: unknown
+      amount_received?: unknown
+      invoice?: unknown
+      mode?: unknown
+      setup_intent?: unknown
+      customer?: unknown
+      metadata?: { meterbill_invoice_id?: unknown }
+    }
   }
 }
 
@@ -72,12 +84,16 @@ async function call(connection: ProviderConnection, method: 'GET' | 'POST', path
   return body
 }
 
+/** The customer's Stripe customer: the mapped one, else one made once (its idempotency key is our customer's). */
+async function customerOf(connection: ProviderConnection, customer: InvoicePush['customer']): Promise<string> {
+  if (customer.provider_customer_id) return customer.provider_customer_id
+  const made = await call(connection, 'POST', '/v1/customers', { name: customer.name, email: customer.email ?? undefined, metadata: { meterbill_customer_id: customer.id } }, `meterbill-${customer.id}-customer`)
+  return made.id as string
+}
+
 async function push(connection: ProviderConnection, { invoice, items, customer, now }: InvoicePush): Promise<PushResult> {
   const key = (step: string) => `meterbill-${invoice.id}-${step}`
-  const customerId =
-    customer.provider_customer_id ??
-    ((await call(connection, 'POST', '/v1/customers', { name: customer.name, email: customer.email ?? undefined, metadata: { meterbill_customer_id: customer.id } }, `meterbill-${customer.id}-customer`))
-      .id as string)
+  const customerId = await customerOf(connection, customer)
   const stripeCustomer = await call(connection, 'GET', `/v1/customers/${encodeURIComponent(customerId)}`)
   const automatic = Boolean(stripeCustomer.invoice_settings?.default_payment_method ?? stripeCustomer.default_source)
   const currency = invoice.currency.toLowerCase()
@@ -125,7 +141,7 @@ async function push(connection: ProviderConnection, { invoice, items, customer, 
   }
 }
 
-/** invoice.paid (the Stripe invoice we pushed, paid in full) and payment_intent.succeeded (an invoice's or a standalone payment). */
+/** invoice.paid (the Stripe invoice we pushed, paid in full), payment_intent.succeeded (an invoice's or a standalone payment) and checkout.session.completed of a card setup. */
 function parse(rawBody: string): ProviderNotification | undefined {
   let event: StripeEvent
   try {
@@ -145,11 +161,36 @@ function parse(rawBody: string): ProviderNotification | undefined {
     const stripeInvoice = typeof object.invoice === 'string' ? object.invoice : null
     return { id: event.id, type: event.type, payment: { invoice_id: ours, provider_invoice_id: stripeInvoice, reference: stripeInvoice ?? object.id, amount: fromMinor(object.amount_received, currency), currency } }
   }
+  if (event.type === 'checkout.session.completed' && object.mode === 'setup' && typeof object.id === 'string') {
+    const text = (v: unknown) => (typeof v === 'string' ? v : null)
+    return { id: event.id, type: event.type, payment: null, setup: { invoice_id: ours, session_id: object.id, setup_intent: text(object.setup_intent), provider_customer_id: text(object.customer) } }
+  }
   return { id: event.id, type: event.type, payment: null }
+}
+
+/** A Checkout Session in setup mode: Stripe's page saves the customer's card, no money taken. */
+async function setupCard(connection: ProviderConnection, { invoice, customer, success_url, cancel_url }: CardSetup): Promise<SetupResult> {
+  const customerId = await customerOf(connection, customer)
+  const session = await call(
+    connection,
+    'POST',
+    '/v1/checkout/sessions',
+    { mode: 'setup', customer: customerId, currency: invoice.currency.toLowerCase(), success_url, cancel_url: cancel_url ?? undefined, metadata: { meterbill_invoice_id: invoice.id } },
+    `meterbill-${invoice.id}-setup`,
+  )
+  return { provider_customer_id: customerId, session_id: session.id as string, checkout_url: session.url as string }
+}
+
+async function saveCard(connection: ProviderConnection, { setup_intent, provider_customer_id }: { setup_intent: string; provider_customer_id: string }): Promise<void> {
+  const intent = await call(connection, 'GET', `/v1/setup_intents/${encodeURIComponent(setup_intent)}`)
+  if (typeof intent.payment_method !== 'string') throw new ProviderError(`setup intent ${setup_intent} holds no payment method`)
+  await call(connection, 'POST', `/v1/customers/${encodeURIComponent(provider_customer_id)}`, { invoice_settings: { default_payment_method: intent.payment_method } }, `meterbill-${setup_intent}-default`)
 }
 
 export const stripe: PaymentProvider = {
   push,
+  setupCard,
+  saveCard,
   verify: (headers, rawBody, secrets, now) => {
     const header = headers['stripe-signature']
     return verifySignature(Array.isArray(header) ? header[0] : header, rawBody, secrets.webhook_secret, now)

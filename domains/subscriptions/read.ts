@@ -25,6 +25,21 @@ export interface SubscriptionView extends store.SubscriptionRow {
   addons?: store.AddonAssociationRow[]
 }
 
+/**
+ * A line item as answered: Flexprice's per-line commitment fields are empty, since a commitment here is the
+ * subscription's (commitment_amount, overage_factor, enable_true_up) over its usage lines together.
+ */
+const lineItemView = (row: store.LineItemRow) => ({
+  ...row,
+  commitment_amount: null,
+  commitment_quantity: null,
+  commitment_type: null,
+  commitment_duration: null,
+  commitment_overage_factor: null,
+  commitment_true_up_enabled: false,
+  commitment_windowed: false,
+})
+
 async function views(db: Db, scope: Scope, rows: store.SubscriptionRow[], full: boolean): Promise<SubscriptionView[]> {
   const ids = rows.map((r) => r.id)
   const customers = new Map((await customerViews(db, scope, rows.map((r) => r.customer_id))).map((c) => [c.id, c]))
@@ -41,7 +56,7 @@ async function views(db: Db, scope: Scope, rows: store.SubscriptionRow[], full: 
     customer: customers.get(row.customer_id)!,
     plan: plans.get(row.plan_id)!,
     ...(children && {
-      line_items: children.line_items.filter((l) => l.subscription_id === row.id),
+      line_items: children.line_items.filter((l) => l.subscription_id === row.id).map(lineItemView),
       phases: children.phases.filter((p) => p.subscription_id === row.id),
       addons: children.addons.filter((a) => a.subscription_id === row.id),
     }),
@@ -80,15 +95,17 @@ export async function getSubscription(deps: Deps, actor: Actor, id: string): Pro
 }
 
 /**
- * Flexprice's v2 read: the subscription with plan_prices_out_of_sync, true when the plan's prices for the
- * subscription's currency and period are no longer the ones its plan line items were made from.
+ * Full views (with their line items) with plan_prices_out_of_sync (Flexprice's v2 read; here on every full
+ * view): true when the plan's prices for the subscription's currency and period are no longer the ones its
+ * plan line items were made from. The plans' prices are read at once.
  */
-export async function getSubscriptionV2(deps: Deps, actor: Actor, id: string): Promise<SubscriptionView & { plan_prices_out_of_sync: boolean }> {
-  const view = await getSubscription(deps, actor, id)
-  const current = matchPrices(await pricesOf(deps.sql, actor, [view.plan_id]), view.currency, view.billing_period, view.billing_period_count)
-  const used = new Set((view.line_items ?? []).filter((l) => l.entity_type === 'plan').map((l) => l.price_id))
-  const outOfSync = current.length !== used.size || current.some((p) => !used.has(p.id))
-  return { ...view, plan_prices_out_of_sync: outOfSync }
+export async function withPlanSync<V extends SubscriptionView>(db: Db, scope: Scope, views: V[]): Promise<(V & { plan_prices_out_of_sync: boolean })[]> {
+  const prices = await pricesOf(db, scope, [...new Set(views.map((v) => v.plan_id))])
+  return views.map((view) => {
+    const current = matchPrices(prices.filter((p) => p.entity_id === view.plan_id), view.currency, view.billing_period, view.billing_period_count)
+    const used = new Set((view.line_items ?? []).filter((l) => l.entity_type === 'plan').map((l) => l.price_id))
+    return { ...view, plan_prices_out_of_sync: current.length !== used.size || current.some((p) => !used.has(p.id)) }
+  })
 }
 
 /** A subscription's addon associations (live and ended), each with its addon. */
@@ -116,5 +133,5 @@ export async function searchLineItems(deps: Deps, actor: Actor, { params, filter
   const where = filterConditions(deps.sql, store.LINE_ITEM_FILTERS, filters)
   if (filters.active_at) where.push(store.activeAt(deps.sql, new Date(filters.active_at as string)))
   const { rows, total } = await listRecords<store.LineItemRow>(deps.sql, store.LINE_ITEMS, actor, params, where)
-  return page(rows, total, params)
+  return page(rows.map(lineItemView), total, params)
 }

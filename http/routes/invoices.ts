@@ -10,6 +10,7 @@ import * as read from '../../domains/invoicing/invoices/read.ts'
 import * as service from '../../domains/invoicing/invoices/service.ts'
 import * as subscriptionInvoices from '../../domains/invoicing/invoices/subscription-invoices.ts'
 import { expandUsage } from '../../domains/invoicing/invoices/usage.ts'
+import { PAYMENT_METHODS } from '../../domains/invoicing/payments/service.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
 const text: JsonSchema = { type: 'string', maxLength: 2000 }
@@ -201,7 +202,13 @@ export const invoiceRoutes: Route[] = [
       type: 'object',
       required: ['payment_status'],
       additionalProperties: false,
-      properties: { payment_status: { type: 'string', enum: PAYMENT_STATUSES }, amount: nonNegativeDecimal },
+      properties: {
+        payment_status: { type: 'string', enum: PAYMENT_STATUSES },
+        amount: nonNegativeDecimal,
+        payment_method_type: { type: 'string', enum: [...PAYMENT_METHODS], default: 'OFFLINE', description: 'kept on the payment record (GET /v1/payments)' },
+        gateway_payment_id: { type: 'string', minLength: 1, maxLength: 255, description: "the payment's reference elsewhere (a bank transfer's, a provider's)" },
+        error_message: { type: 'string', minLength: 1, maxLength: 2000, description: 'why it failed (payment_status FAILED)' },
+      },
     },
     handler: async ({ deps, actor, params, body }) => toWire(await payments.updatePayment(deps, actor, params.id, body)),
   }),

@@ -35,6 +35,7 @@ export const meterSchema: JsonSchema = {
         multiplier: { anyOf: [decimalString, { type: 'number' }] },
         group_by: { type: 'string', minLength: 1, maxLength: 255 },
         bucket_size: { type: 'string', enum: [...WINDOW_SIZES] },
+        expression: { type: 'string', minLength: 1, maxLength: 1000, description: 'computes each event\'s value from its properties instead of field, e.g. properties.input_tokens + properties.output_tokens * 3' },
       },
     },
     filters,

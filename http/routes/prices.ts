@@ -79,7 +79,7 @@ export const priceRoutes: Route[] = [
     permission: 'write',
     body: { type: 'object', required: ['items'], additionalProperties: false, properties: { items: { type: 'array', minItems: 1, maxItems: 100, items: createBody } } },
     status: 201,
-    handler: async ({ deps, actor, body }) => ({ items: toWire(await service.createPricesBulk(deps, actor, body.items)) }),
+    handler: async ({ deps, actor, body }) => ({ items: toWire((await service.createPricesBulk(deps, actor, body.items)).map(service.priceView)) }),
   }),
   defineRoute({
     method: 'GET',
@@ -87,7 +87,7 @@ export const priceRoutes: Route[] = [
     tag: 'Prices',
     summary: 'Get the published price with this lookup_key',
     permission: 'read',
-    handler: async ({ deps, actor, params }) => toWire(await service.getPriceByLookupKey(deps, actor, params.lookup_key)),
+    handler: async ({ deps, actor, params }) => toWire(service.priceView(await service.getPriceByLookupKey(deps, actor, params.lookup_key))),
   }),
   ...recordRoutes({
     path: '/v1/prices',
@@ -99,11 +99,14 @@ export const priceRoutes: Route[] = [
     // Billing terms are fixed once a price exists: subscriptions bill from them. Create a new price instead.
     updateBody: { type: 'object', additionalProperties: false, properties: { ...details, version: versionField } },
     service: {
-      create: service.createPrice,
-      get: service.getPrice,
-      list: service.listPrices,
-      update: service.updatePrice,
-      remove: service.deletePrice,
+      create: async (deps, actor, body) => service.priceView(await service.createPrice(deps, actor, body)),
+      get: async (deps, actor, id) => service.priceView(await service.getPrice(deps, actor, id)),
+      list: async (deps, actor, request) => {
+        const page = await service.listPrices(deps, actor, request)
+        return { ...page, items: page.items.map(service.priceView) }
+      },
+      update: async (deps, actor, id, body) => service.priceView(await service.updatePrice(deps, actor, id, body)),
+      remove: async (deps, actor, id) => service.priceView(await service.deletePrice(deps, actor, id)),
     },
   }),
 ]

@@ -19,6 +19,10 @@ import { subscriptionUsage } from '../../domains/invoicing/invoices/subscription
 import * as activation from '../../domains/subscriptions/activation.ts'
 import * as read from '../../domains/subscriptions/read.ts'
 import * as service from '../../domains/subscriptions/service.ts'
+import { associationsOf } from '../../domains/invoicing/coupons/service.ts'
+import { latestInvoices } from '../../domains/invoicing/invoices/read.ts'
+import { withSubscriptionCreditGrants } from '../../domains/credits/grants/service.ts'
+import type { Page } from '../../core/list.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
 
@@ -182,6 +186,29 @@ async function updateOrCancel(deps: Deps, actor: Actor, id: string, body: Update
   return read.getSubscription(deps, actor, id)
 }
 
+/**
+ * What a subscription answers besides its own records, from the domains above it: its coupon associations
+ * (with their coupons), the credit grants that give it credits (its plan's and its own) and its newest
+ * invoice (the header; lines at GET /v1/invoices/{id}); a full view (with line items) also says whether
+ * its plan's prices moved on (plan_prices_out_of_sync).
+ */
+async function attached(deps: Deps, actor: Actor, views: read.SubscriptionView[]) {
+  const ids = views.map((v) => v.id)
+  const coupons = await associationsOf(deps.sql, actor, ids)
+  const latest = await latestInvoices(deps.sql, actor, ids)
+  const full = views.every((v) => v.line_items) ? await read.withPlanSync(deps.sql, actor, views) : views
+  return (await withSubscriptionCreditGrants(deps.sql, actor, full)).map((v) => ({
+    ...v,
+    coupon_associations: coupons.filter((c) => c.association.subscription_id === v.id).map((c) => ({ ...c.association, coupon: c.coupon })),
+    latest_invoice: latest.get(v.id) ?? null,
+  }))
+}
+const attachOne = async (deps: Deps, actor: Actor, view: Promise<read.SubscriptionView>) => (await attached(deps, actor, [await view]))[0]
+const attachPage = async (deps: Deps, actor: Actor, page: Promise<Page<read.SubscriptionView>>) => {
+  const p = await page
+  return { ...p, items: await attached(deps, actor, p.items) }
+}
+
 const SORTABLE = ['created_at', 'updated_at', 'start_date', 'current_period_end']
 const LINE_ITEM_SORTABLE = ['created_at', 'start_date', 'end_date']
 
@@ -214,10 +241,10 @@ export const subscriptionRoutes: Route[] = [
       },
     },
     service: {
-      create: service.createSubscription,
-      get: read.getSubscription,
-      list: read.listSubscriptions,
-      update: updateOrCancel,
+      create: (deps, actor, body) => attachOne(deps, actor, service.createSubscription(deps, actor, body)),
+      get: (deps, actor, id) => attachOne(deps, actor, read.getSubscription(deps, actor, id)),
+      list: (deps, actor, request) => attachPage(deps, actor, read.listSubscriptions(deps, actor, request)),
+      update: (deps, actor, id, body) => attachOne(deps, actor, updateOrCancel(deps, actor, id, body)),
     },
   }),
   defineRoute<{ subscription_id: string; start_time?: string; end_time?: string; lifetime_usage?: boolean }>({
@@ -313,7 +340,7 @@ export const subscriptionRoutes: Route[] = [
     summary: 'A subscription (as GET /v1/subscriptions/{id}) with plan_prices_out_of_sync',
     permission: 'read',
     query: { type: 'object', additionalProperties: false, properties: { expand: { type: 'string', maxLength: 500, description: 'accepted; everything is expanded' } } },
-    handler: async ({ deps, actor, params }) => toWire(await read.getSubscriptionV2(deps, actor, params.id)),
+    handler: async ({ deps, actor, params }) => toWire(await attachOne(deps, actor, read.getSubscription(deps, actor, params.id))),
   }),
   defineRoute({
     method: 'GET',
@@ -348,7 +375,7 @@ export const subscriptionRoutes: Route[] = [
     summary: "List a customer's subscriptions",
     permission: 'read',
     query: listQuery(SORTABLE, read.FILTERS),
-    handler: async ({ deps, actor, params, query }) => toWire(await read.listCustomerSubscriptions(deps, actor, params.id, fromListQuery(query))),
+    handler: async ({ deps, actor, params, query }) => toWire(await attachPage(deps, actor, read.listCustomerSubscriptions(deps, actor, params.id, fromListQuery(query)))),
   }),
   ...(['preview', 'execute'] as const).map((step) =>
     defineRoute<ModifyInput>({

@@ -48,6 +48,14 @@ describe('invoices and payments', () => {
 
     const paid = await fp.invoices.updateInvoicePaymentStatus(inv.id!, { paymentStatus: 'SUCCEEDED' })
     expect(paid).toMatchObject({ paymentStatus: 'SUCCEEDED', amountRemaining: '0' })
+
+    // Each payment is a record: 20 first, then the 100 that remained.
+    const payments = await fp.payments.listPayments({ destinationId: inv.id!, order: 'asc' })
+    expect(payments.items?.map((p) => [p.amount, p.paymentStatus, p.paymentMethodType, p.invoiceNumber])).toEqual([
+      ['20', 'SUCCEEDED', 'OFFLINE', paid.invoiceNumber],
+      ['100', 'SUCCEEDED', 'OFFLINE', paid.invoiceNumber],
+    ])
+    expect(await fp.payments.getPayment(payments.items![0].id!)).toMatchObject({ destinationType: 'INVOICE', destinationId: inv.id, currency: 'USD' })
   })
 
   it("recalculates a subscription's draft invoice and finalizes it (finalize=true)", async () => {

@@ -2,7 +2,8 @@
 // backfill fills from raw events; until it is done, usage of that meter is read from the ready revision.
 import { AppError, notFound, validationError } from '../../../core/errors.ts'
 import { newId } from '../../../core/ids.ts'
-import { needsField, type AggregationType, type MeterFilter, type MeterRules } from '../../../core/meters.ts'
+import { needsField, takesExpression, type AggregationType, type MeterFilter, type MeterRules } from '../../../core/meters.ts'
+import { compileExpression, ExpressionError } from '../../../core/meter-expression.ts'
 import { parseDecimal } from '../../../core/money.ts'
 import type { WindowSize } from '../../../core/periods.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
@@ -13,14 +14,14 @@ import * as store from './store.ts'
 
 /** A meter as the API shows it; revision is its filters' version, ready_revision the one queries read (0: none yet). */
 export interface Meter extends Omit<store.MeterRow, 'revised_at' | 'aggregation'> {
-  aggregation: { type: AggregationType; field?: string; multiplier?: string; group_by?: string; bucket_size?: WindowSize }
+  aggregation: { type: AggregationType; field?: string; multiplier?: string; group_by?: string; bucket_size?: WindowSize; expression?: string }
   backfill: { revision: number; status: string; processed: number; total: number | null; error: string | null }
 }
 
 export interface CreateMeterInput {
   name: string
   event_name: string
-  aggregation: { type: AggregationType; field?: string; multiplier?: string | number; group_by?: string; bucket_size?: WindowSize }
+  aggregation: { type: AggregationType; field?: string; multiplier?: string | number; group_by?: string; bucket_size?: WindowSize; expression?: string }
   filters?: MeterFilter[]
   reset_usage?: 'BILLING_PERIOD' | 'NEVER'
   metadata?: Record<string, string>
@@ -64,8 +65,20 @@ function cleanFilters(filters: MeterFilter[]): MeterFilter[] {
 function cleanAggregation(input: CreateMeterInput['aggregation']): store.AggregationJson {
   const { type } = input
   const field = input.field?.trim()
-  if (needsField(type) && !field) throw validationError('aggregation.field', `is required for ${type}`)
+  const expression = input.expression?.trim()
   const out: store.AggregationJson = { type }
+  if (expression !== undefined) {
+    // The expression computes each event's value: it takes the place of the field.
+    if (!takesExpression(type)) throw validationError('aggregation.expression', `is not taken by ${type}: it computes the value that SUM, AVG, MIN, MAX, LATEST, SUM_WITH_MULTIPLIER and WEIGHTED_SUM aggregate`)
+    if (field) throw validationError('aggregation.field', 'give field or expression, not both')
+    try {
+      compileExpression(expression)
+    } catch (err) {
+      if (err instanceof ExpressionError) throw validationError('aggregation.expression', err.message)
+      throw err
+    }
+    out.expression = expression
+  } else if (needsField(type) && !field) throw validationError('aggregation.field', `is required for ${type}`)
   if (field) out.field = field
   if (type === 'SUM_WITH_MULTIPLIER') {
     if (input.multiplier === undefined) throw validationError('aggregation.multiplier', 'is required for SUM_WITH_MULTIPLIER')
@@ -173,6 +186,7 @@ function rules(row: Pick<store.MeterRow, 'id' | 'event_name' | 'aggregation'>, r
       multiplier: a.multiplier,
       groupBy: a.group_by,
       bucketSize: a.bucket_size as WindowSize | undefined,
+      expression: a.expression,
     },
   }
 }

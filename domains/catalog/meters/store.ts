@@ -10,6 +10,7 @@ export interface AggregationJson {
   multiplier?: string
   group_by?: string
   bucket_size?: string
+  expression?: string
 }
 
 export interface MeterRow extends RecordRow {

@@ -2,11 +2,13 @@
 // the meter of usage prices through the meter service and keeps a price's billing terms fixed once
 // created (subscriptions bill from them): only its names, lookup key and metadata change.
 import { notFound } from '../../../core/errors.ts'
+import { displayAmount } from '../../../core/money.ts'
 import { priceTerms, type PriceInput, type PriceTerms } from '../../../core/price-rules.ts'
+import type { PriceWindow } from '../../../core/billing/price-window.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, findPublishedBy, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { deleteRecord, filterConditions, findPublishedBy, findRecords, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { requireMeter } from '../features/service.ts'
 import { requireGroup } from '../groups/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
@@ -102,8 +104,9 @@ export async function createPricesBulk(deps: Deps, actor: Actor, items: CreatePr
 }
 
 /** Copies of prices for another plan or addon (a clone): the same terms, without their lookup keys (those stay unique). */
-export function copyPrices(tx: Tx, scope: Scope, audit: Audit, entity: EntityRef, prices: store.PriceRow[]): Promise<store.PriceRow[]> {
-  const copies = prices.map(({ id: _id, tenant_id: _t, environment_id: _e, created_at: _ca, created_by: _cb, updated_at: _ua, updated_by: _ub, version: _v, status: _s, ...terms }) => ({
+export function copyPrices(tx: Tx, scope: Scope, audit: Audit, entity: EntityRef, prices: (store.PriceRow | PriceView)[]): Promise<store.PriceRow[]> {
+  // A view's display fields are derived, not columns.
+  const copies = prices.map(({ id: _id, tenant_id: _t, environment_id: _e, created_at: _ca, created_by: _cb, updated_at: _ua, updated_by: _ub, version: _v, status: _s, display_amount: _d, pricing_unit: _p, ...terms }: Partial<PriceView>) => ({
     ...terms,
     lookup_key: null,
     ...entity,
@@ -132,6 +135,27 @@ export async function listPrices(deps: Deps, actor: Actor, { params, filters }: 
 /** The published prices of plans or addons, oldest first. */
 export function pricesOf(db: Db, scope: Scope, entityIds: string[]): Promise<store.PriceRow[]> {
   return publishedIn<store.PriceRow>(db, store.PRICES, scope, 'entity_id', entityIds)
+}
+
+/**
+ * A price as answered: its amount as people read it (display_amount, "$12.00") and, for a custom price unit,
+ * that unit as Flexprice's pricing_unit object (code, base currency, conversion rate); null for fiat prices.
+ */
+export type PriceView = ReturnType<typeof priceView>
+
+export function priceView(row: store.PriceRow) {
+  const custom = row.price_unit_type === 'CUSTOM' && row.price_unit
+  return {
+    ...row,
+    display_amount: displayAmount(row.amount, row.currency),
+    pricing_unit: custom ? { code: row.price_unit, base_currency: row.currency, conversion_rate: row.conversion_rate } : null,
+  }
+}
+
+/** When each price is in force, by id (deleted prices included: lines keep billing from them). */
+export async function priceWindows(db: Db, scope: Scope, ids: string[]): Promise<Map<string, PriceWindow>> {
+  const rows = ids.length === 0 ? [] : await findRecords<store.PriceRow>(db, store.PRICES, scope, [...new Set(ids)])
+  return new Map(rows.map((r) => [r.id, { start_date: r.start_date, end_date: r.end_date }]))
 }
 
 export async function updatePrice(deps: Deps, actor: Actor, id: string, input: UpdatePriceInput): Promise<store.PriceRow> {

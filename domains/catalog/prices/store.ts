@@ -24,4 +24,7 @@ export interface PriceRow extends RecordRow, PriceTerms {
   display_name: string | null
   group_id: string | null
   parent_price_id: string | null
+  /** When the price is in force; null: from always, until always. */
+  start_date: Date | null
+  end_date: Date | null
 }

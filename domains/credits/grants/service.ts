@@ -145,6 +145,13 @@ copyWithOfferings(async (tx, actor, audit, kind, fromId, toId) => {
   await insertRecords(tx, store.GRANTS, actor, audit, copies)
 })
 
+/** Subscription views with the grants that give them credits as `credit_grants`: their plan's and their own (SUBSCRIPTION scope). */
+export async function withSubscriptionCreditGrants<S extends { id: string; plan_id: string }>(db: Db, scope: Scope, subs: S[]): Promise<(S & { credit_grants: store.GrantRow[] })[]> {
+  const planGrants = await planCreditGrants(db, scope, [...new Set(subs.map((s) => s.plan_id))])
+  const own = (await publishedIn<store.GrantRow>(db, store.GRANTS, scope, 'subscription_id', subs.map((s) => s.id))).filter((g) => g.scope === 'SUBSCRIPTION')
+  return subs.map((sub) => ({ ...sub, credit_grants: [...planGrants.filter((g) => g.plan_id === sub.plan_id), ...own.filter((g) => g.subscription_id === sub.id)] }))
+}
+
 /** GET /v1/plans/{id}/creditgrants. */
 export async function listGrantsOfPlan(deps: Deps, actor: Actor, planId: string): Promise<Page<store.GrantRow>> {
   await requireOffering(deps.sql, actor, 'PLAN', planId, { anyStatus: true })

@@ -122,7 +122,7 @@ export async function payInvoiceFromWallet(deps: Deps, actor: Actor, invoiceId: 
     const amount = D.min(roundMoney(credits.available.toDecimalPlaces(minorUnits(invoice.currency), D.ROUND_DOWN), invoice.currency), invoice.amount_remaining)
     if (!amount.gt(0)) throw invalidOperation(`the wallet's credits are worth less than the smallest ${invoice.currency} amount`)
     await applyWalletCredits(deps, tx, actor, invoice, amount)
-    const paid = await recordPayment(deps, tx, actor, audit, invoiceId, { payment_status: amount.eq(invoice.amount_remaining) ? 'SUCCEEDED' : 'PENDING', amount: amount.toFixed() })
+    const paid = await recordPayment(deps, tx, actor, audit, invoiceId, { payment_status: amount.eq(invoice.amount_remaining) ? 'SUCCEEDED' : 'PENDING', amount: amount.toFixed() }, { method: 'CREDITS', reference: null })
     return { message: `${formatMoney(amount, invoice.currency)} paid from the wallet; ${formatMoney(paid.amount_remaining, invoice.currency)} remains`, amount_paid: amount.toFixed() }
   })
 }

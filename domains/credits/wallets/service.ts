@@ -351,3 +351,6 @@ export async function expireWalletCredits(deps: Deps, now: Date = deps.clock.now
 
 // Invoices take prepaid credits from wallets through invoicing's port; the wallet's side is invoices.ts.
 usePrepaidWallet({ creditsFor: walletCreditsFor, take: applyWalletCredits, giveBack: returnWalletCredits, purchasePaid: walletPurchasePaid })
+
+/** Completed wallet transactions made in [start, end) (the accounting journal's credits and debits). */
+export const journalTransactions = (db: Db, scope: Scope, start: Date, end: Date): Promise<store.TransactionRow[]> => store.completedBetween(db, scope, start, end)

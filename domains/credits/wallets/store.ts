@@ -216,3 +216,12 @@ export async function setFeatureAlertState(db: Db, featureId: string, walletId: 
   await db`INSERT INTO feature_wallet_alerts (feature_id, wallet_id, alert_state, updated_at) VALUES (${featureId}, ${walletId}, ${state}, ${at})
     ON CONFLICT (feature_id, wallet_id) DO UPDATE SET alert_state = EXCLUDED.alert_state, updated_at = EXCLUDED.updated_at`
 }
+
+/** Completed transactions made in [start, end), oldest first. */
+export async function completedBetween(db: Db, scope: Scope, start: Date, end: Date): Promise<TransactionRow[]> {
+  const rows = await db`SELECT * FROM wallet_transactions
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND transaction_status = 'completed'
+      AND created_at >= ${start} AND created_at < ${end}
+    ORDER BY created_at, id`
+  return rows.map(decodeTransaction)
+}

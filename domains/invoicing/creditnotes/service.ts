@@ -9,7 +9,7 @@ import { invalidOperation, notFound } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { filterConditions, insertRecord, insertRecords, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
+import { filterConditions, finalizedOrVoidedBetween, insertRecord, insertRecords, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
 import { customerViews, type CustomerView } from '../../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { invoiceLines, paymentState, setPaymentState } from '../invoices/payments.ts'
@@ -178,3 +178,6 @@ export async function listCreditNotes(deps: Deps, actor: Actor, { params, filter
   const { rows, total } = await listRecords<store.NoteRow>(deps.sql, store.NOTES, actor, params, filterConditions(deps.sql, store.FILTERS, filters))
   return page(await views(deps.sql, actor, rows), total, params)
 }
+
+/** Notes finalized or voided in [start, end) (the accounting journal's credit notes). */
+export const journalCreditNotes = (db: Db, scope: Scope, start: Date, end: Date): Promise<store.NoteRow[]> => finalizedOrVoidedBetween<store.NoteRow>(db, store.NOTES, scope, start, end)

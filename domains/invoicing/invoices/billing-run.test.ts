@@ -4,6 +4,7 @@
 // coupon and a tax. Also: two runs at once, reruns, the preview and the usage query agreeing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../../core/clock.ts'
+import { D } from '../../../core/money.ts'
 import { customer, eventsOf, fixedPrice, plan, usagePrice } from '../../../test/catalog.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import { readyMeter, send, usage } from '../../../test/usage-helpers.ts'
@@ -243,5 +244,17 @@ describe('auto_invoice_threshold (rule 5)', () => {
     const cycle = (await invoicesOf(sub.id)).find((i: any) => i.billing_reason === 'SUBSCRIPTION_CYCLE')
     // Only the 100 calls after the cut: 1.00.
     expect([cycle.total, cycle.line_items[0].quantity, cycle.line_items[0].period_start]).toEqual(['1', '100', '2024-08-15T00:00:00.000Z'])
+  })
+})
+
+describe('the accounting journal of every scenario above', () => {
+  it('balances each entry to zero, to the last minor unit, with tiers, prorations, coupons and taxes in three currencies', async () => {
+    const res = await h.http('GET', '/v1/accounting/journal?start_time=2024-01-01T00:00:00Z&end_time=2024-12-31T00:00:00Z')
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    const entries = res.body.entries as { id: string; currency: string; lines: { debit: string; credit: string }[] }[]
+    expect(new Set(entries.map((e) => e.currency))).toEqual(new Set(['USD', 'JPY', 'KWD']))
+    const unbalanced = entries.filter((e) => !e.lines.reduce((acc, l) => acc.plus(l.debit).minus(l.credit), new D(0)).isZero()).map((e) => e.id)
+    expect(unbalanced).toEqual([])
+    expect(entries.filter((e) => e.id.startsWith('invoice:')).length).toBeGreaterThan(10)
   })
 })

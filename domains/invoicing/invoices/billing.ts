@@ -7,10 +7,11 @@
 // invoice here too.
 import { billingPoints, nextPoint, pointCharges, prorations, type BillingPoint, type Charge, type Cycle, type CycleLine, type ProrationBehavior, type Span } from '../../../core/billing/cycle.ts'
 import { periodCommitment } from '../../../core/billing/commitment.ts'
+import { withinPrice, type PriceWindow } from '../../../core/billing/price-window.ts'
 import type { CouponUse } from '../../../core/billing/coupons.ts'
-import type { Allowance } from '../../../core/billing/allowance.ts'
+import { allowanceWindows, type Allowance } from '../../../core/billing/allowance.ts'
 import { invalidOperation } from '../../../core/errors.ts'
-import { D } from '../../../core/money.ts'
+import { D, sumMoney, type Decimal } from '../../../core/money.ts'
 import type { PriceInput } from '../../../core/pricing/index.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
@@ -20,6 +21,7 @@ import { customerViews, type CustomerView } from '../../customers/service.ts'
 import { entitlementsOf, type EntitlementView } from '../../catalog/entitlements/service.ts'
 import type { ListParams } from '../../../core/list.ts'
 import { getMeter } from '../../catalog/meters/service.ts'
+import { priceWindows } from '../../catalog/prices/service.ts'
 import { paidInAdvance } from '../../subscriptions/service.ts'
 import { listSubscriptions, searchLineItems, type LineItemRow, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { taxResolver, type ResolvedRate, type TaxResolver, type TaxTarget } from '../taxes/service.ts'
@@ -45,6 +47,8 @@ export interface BillingContext {
   entitlements: EntitlementView[]
   coupons: { association: AssociationRow; coupon: CouponRow }[]
   taxes: TaxResolver
+  /** When the lines' prices are in force. */
+  prices: Map<string, PriceWindow>
 }
 
 /** Children billed through a parent (rule 8): grouped and inherited ones bill nothing themselves. */
@@ -82,6 +86,7 @@ export async function loadContexts(deps: Deps, scope: Scope, subs: SubscriptionR
   const entitlements = await entitlementsOf(deps.sql, scope, entityIds)
   const coupons = await associationsOf(deps.sql, scope, subs.map((s) => s.id))
   const taxes = await taxResolver(deps.sql, scope, subs.map(taxTarget))
+  const prices = await priceWindows(deps.sql, scope, lines.map((l) => l.price_id))
   return new Map(
     subs.map((sub) => [
       sub.id,
@@ -92,6 +97,7 @@ export async function loadContexts(deps: Deps, scope: Scope, subs: SubscriptionR
         entitlements,
         coupons: coupons.filter((c) => c.association.subscription_id === sub.id),
         taxes,
+        prices,
       },
     ]),
   )
@@ -135,6 +141,9 @@ export const cycleLine = (l: LineItemRow): CycleLine => ({
   end_proration: l.end_proration_behavior,
 })
 
+/** A member's lines as the cycle bills them: each within its price's dates, those never in force left out. */
+const billedLines = (ctx: BillingContext, lines: LineItemRow[]): CycleLine[] => lines.flatMap((l) => withinPrice(cycleLine(l), ctx.prices.get(l.price_id)) ?? [])
+
 /** "15 NET" → 15 days; none → due on the invoice date. */
 const termsDays = (terms: string | null): number => (terms ? Number(/^(\d+)/.exec(terms)?.[1] ?? 0) : 0)
 
@@ -167,10 +176,17 @@ async function meterName(deps: Deps, scope: Scope, meterId: string): Promise<str
   return name
 }
 
-/** The plan's (or addon's) entitlement for the line's meter: only usage above its limit is billed. */
-export function allowanceOf(ctx: BillingContext, line: LineItemRow): Allowance | null {
+/** The plan's (or addon's) entitlement for the line's meter: only usage above its limit is billed, once per reset period. */
+export function allowanceOf(ctx: BillingContext, line: LineItemRow): { allowance: Allowance; reset: string | null } | null {
   const e = ctx.entitlements.find((x) => x.entity_id === line.entity_id && x.feature?.meter_id === line.meter_id && x.feature_type === 'metered')
-  return e ? { usage_limit: e.usage_limit, is_soft_limit: e.is_soft_limit, is_enabled: e.is_enabled } : null
+  return e ? { allowance: { usage_limit: e.usage_limit, is_soft_limit: e.is_soft_limit, is_enabled: e.is_enabled }, reset: e.usage_reset_period } : null
+}
+
+/** Usage of each window the allowance is given for, when it resets inside the billing period (a DAILY limit); else none. */
+async function usageWindows(ctx: BillingContext, request: UsageRequest, reset: string | null, read: UsageReader): Promise<Decimal[] | undefined> {
+  const windows = allowanceWindows(request, reset, { period: ctx.sub.billing_period, count: ctx.sub.billing_period_count }, ctx.sub.customer_timezone)
+  if (windows.length < 2) return undefined
+  return Promise.all(windows.map((w) => read({ ...request, start: w.start, end: w.end })))
 }
 
 /** What an invoice line of `charge` says about itself. */
@@ -204,12 +220,24 @@ async function lineSpec(deps: Deps, scope: Scope, ctx: BillingContext, member: S
   if (charge.kind !== 'usage') return fixedLineSpec(member, row, charge)
   const fields = chargeFields(member, row, charge)
   const request = usageRequest(ctx, row, charge, opts.usageEnd)
-  const quantity = request ? await (opts.usage ?? serviceUsage(deps, scope))(request) : new D(0)
+  const read = opts.usage ?? serviceUsage(deps, scope)
+  const entitlement = allowanceOf(ctx, row)
+  const reset = entitlement?.reset ?? null
+  const windows = request && reset ? await usageWindows(ctx, request, reset, read) : undefined
+  const quantity = windows ? sumMoney(windows) : request ? await read(request) : new D(0)
   const end = request?.end ?? charge.period.start
-  fields.calculation = { ...fields.calculation, usage: quantity.toFixed(), usage_start: charge.period.start.toISOString(), usage_end: end.toISOString() }
+  fields.calculation = { ...fields.calculation, usage: quantity.toFixed(), usage_start: charge.period.start.toISOString(), usage_end: end.toISOString(), ...(windows && { usage_reset_period: reset, allowance_windows: windows.length }) }
   return {
     fields: { ...fields, meter_display_name: await meterName(deps, scope, row.meter_id!) } as LineSpec['fields'],
-    input: { price_type: 'USAGE', price_id: row.price_id, display_name: fields.display_name ?? undefined, quantity, price: row.price as unknown as PriceInput, allowance: allowanceOf(ctx, row) },
+    input: {
+      price_type: 'USAGE',
+      price_id: row.price_id,
+      display_name: fields.display_name ?? undefined,
+      quantity,
+      price: row.price as unknown as PriceInput,
+      allowance: entitlement?.allowance ?? null,
+      ...(windows && { usage_windows: windows }),
+    },
   }
 }
 
@@ -253,7 +281,7 @@ export async function pointSpec(deps: Deps, scope: Scope, ctx: BillingContext, p
   for (const member of ctx.members) {
     const rows = new Map(member.lines.map((l) => [l.id, l]))
     const label = (l: CycleLine) => rows.get(l.id)!.display_name ?? rows.get(l.id)!.price_id
-    const charges = pointCharges(point, member.lines.map(cycleLine), { prorate: cycleOf(member.sub).prorate, usageFrom, label }).filter((c) => !opts.usageOnly || c.kind === 'usage')
+    const charges = pointCharges(point, billedLines(ctx, member.lines), { prorate: cycleOf(member.sub).prorate, usageFrom, label }).filter((c) => !opts.usageOnly || c.kind === 'usage')
     const usage: number[] = []
     for (const charge of charges) {
       if (charge.kind === 'usage') usage.push(lines.length)
@@ -300,7 +328,7 @@ function usageRequest(ctx: BillingContext, row: LineItemRow, charge: Charge, usa
 export function usageRequests(ctx: BillingContext, point: BillingPoint): UsageRequest[] {
   return ctx.members.flatMap((member) => {
     const rows = new Map(member.lines.map((l) => [l.id, l]))
-    return pointCharges(point, member.lines.map(cycleLine), { prorate: false })
+    return pointCharges(point, billedLines(ctx, member.lines), { prorate: false })
       .filter((c) => c.kind === 'usage')
       .flatMap((c) => usageRequest(ctx, rows.get(c.line.id)!, c) ?? [])
   })

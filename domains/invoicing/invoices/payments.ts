@@ -11,6 +11,8 @@ import { updateRecord, type Audit } from '../../../infra/records.ts'
 import { auditOf, transaction } from '../../records/service.ts'
 import { subscriptionInvoicePaid } from '../../subscriptions/activation.ts'
 import { purchasePaid } from './prepaid.ts'
+import { trackPayment, type PaymentSource } from '../payments/service.ts'
+import { paymentRecordOf } from '../../../core/billing/payment-records.ts'
 import * as store from './store.ts'
 import { announceInvoice, lockInvoice, type InvoiceView } from './read.ts'
 
@@ -21,6 +23,10 @@ export const PAID: PaymentStatus[] = ['SUCCEEDED', 'OVERPAID', 'PARTIALLY_REFUND
 export interface PaymentInput {
   payment_status: PaymentStatus
   amount?: string
+  /** How it was paid (OFFLINE unless told), the provider's reference, why it failed: kept on the payment record. */
+  payment_method_type?: PaymentSource['method']
+  gateway_payment_id?: string
+  error_message?: string
 }
 
 export const paymentState = (i: store.InvoiceRow): PaymentState => ({
@@ -55,11 +61,16 @@ const paymentColumns = (s: PaymentState) => ({
  */
 export async function updatePayment(deps: Deps, actor: Actor, id: string, input: PaymentInput): Promise<InvoiceView> {
   const audit = auditOf(deps, actor)
-  return transaction(deps, (tx) => recordPayment(deps, tx, actor, audit, id, input))
+  const source: PaymentSource = { method: input.payment_method_type ?? 'OFFLINE', reference: input.gateway_payment_id, error_message: input.error_message }
+  return transaction(deps, (tx) => recordPayment(deps, tx, actor, audit, id, input, source))
 }
 
-/** updatePayment in the caller's transaction: also how a payment provider's notification pays (domains/integrations). */
-export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Audit, id: string, input: PaymentInput): Promise<InvoiceView> {
+/**
+ * updatePayment in the caller's transaction: also how a payment provider's notification pays
+ * (domains/integrations) and a wallet pays (domains/credits). The change is kept as a payment record of
+ * `source`'s method.
+ */
+export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Audit, id: string, input: PaymentInput, source: PaymentSource): Promise<InvoiceView> {
   const invoice = await lockInvoice(tx, scope, id)
   const state = paymentState(invoice)
   if (input.payment_status === 'REFUNDED' || input.payment_status === 'PARTIALLY_REFUNDED') throw invalidOperation('refunds are made with a credit note (POST /v1/creditnotes)', { payment_status: input.payment_status })
@@ -77,6 +88,8 @@ export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Aud
     throw validationError('amount', 'is required to record an overpayment')
   } else next = setPaymentStatus(state, input.payment_status)
   const view = await setPaymentState(tx, scope, audit, id, next)
+  const record = paymentRecordOf(state.amount_remaining, input)
+  if (record) await trackPayment(tx, scope, audit, invoice, record, source)
   await purchasePaid(deps, tx, scope, view)
   if (view.subscription_id && PAID.includes(view.payment_status)) await subscriptionInvoicePaid(tx, scope, audit, view.subscription_id)
   return view

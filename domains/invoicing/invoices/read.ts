@@ -4,7 +4,7 @@ import { notFound } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { filterConditions, listRecords, requireRecord } from '../../../infra/records.ts'
+import { filterConditions, finalizedOrVoidedBetween, listRecords, requireRecord } from '../../../infra/records.ts'
 import { customerViews, getCustomer, type CustomerView } from '../../customers/service.ts'
 import { D } from '../../../core/money.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
@@ -80,6 +80,16 @@ export async function customerInvoiceSummary(deps: Deps, actor: Actor, customerI
 }
 
 /** Locks an invoice of the scope for the transaction; another scope's invoice is not_found. */
+/** Invoices finalized or voided in [start, end), each with its lines (the accounting journal's invoices). */
+export async function journalInvoices(db: Db, scope: Scope, start: Date, end: Date): Promise<(store.InvoiceRow & { lines: store.LineItemRow[] })[]> {
+  const rows = await finalizedOrVoidedBetween<store.InvoiceRow>(db, store.INVOICES, scope, start, end)
+  const { lines } = await store.childrenOf(db, scope, rows.map((r) => r.id))
+  return rows.map((r) => ({ ...r, lines: lines.filter((l) => l.invoice_id === r.id) }))
+}
+
+/** The newest invoice of each subscription (its header: lines are read with GET /v1/invoices/{id}). */
+export const latestInvoices = (db: Db, scope: Scope, subscriptionIds: string[]): Promise<Map<string, store.InvoiceRow>> => store.latestOf(db, scope, subscriptionIds)
+
 export async function lockInvoice(tx: Tx, scope: Scope, id: string): Promise<store.InvoiceRow> {
   const row = await store.lockInvoice(tx, scope, id)
   if (!row || row.status === 'deleted') throw notFound('invoice', id)

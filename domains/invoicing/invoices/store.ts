@@ -311,3 +311,12 @@ export async function customerSummaries(db: Db, scope: Scope, customerId: string
     GROUP BY inv.currency
     ORDER BY inv.currency`
 }
+
+/** The newest invoice of each subscription, by subscription id. */
+export async function latestOf(db: Db, scope: Scope, subscriptionIds: string[]): Promise<Map<string, InvoiceRow>> {
+  if (subscriptionIds.length === 0) return new Map()
+  const rows = await db`SELECT DISTINCT ON (subscription_id) * FROM invoices
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND subscription_id = ANY(${subscriptionIds}::text[]) AND status = 'published'
+    ORDER BY subscription_id, created_at DESC, id DESC`
+  return new Map(rows.map((r) => [r.subscription_id as string, decodeRow<InvoiceRow>(INVOICES, r)]))
+}

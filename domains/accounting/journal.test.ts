@@ -1,0 +1,81 @@
+// The journal over HTTP after a month of one customer's finance: credits given, an invoice paid partly by
+// them and the rest by transfer, a refund, an invoice voided. Every entry balances; the customer's
+// receivable nets to zero; each entry names its record.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fixedClock } from '../../core/clock.ts'
+import { customer } from '../../test/catalog.ts'
+import { startHarness, type Harness } from '../../test/harness.ts'
+import { call, newWallet } from '../../test/wallets.ts'
+
+const clock = fixedClock('2025-05-05T10:00:00Z')
+let h: Harness
+
+beforeAll(async () => {
+  h = await startHarness({ clock, env: { KAFKA_BROKERS: '' } })
+})
+afterAll(() => h?.stop())
+
+const HOUR = 3_600_000
+
+async function finalizedInvoice(customerId: string, lines: [string, string][]) {
+  const total = lines.reduce((a, [, amount]) => a + Number(amount), 0).toFixed(2)
+  const line_items = lines.map(([price_type, amount]) => ({ price_type, amount, quantity: '1', display_name: price_type }))
+  const inv = await call(h, 'POST', '/v1/invoices', { customer_id: customerId, currency: 'USD', subtotal: total, total, amount_due: total, line_items }, 201)
+  await call(h, 'POST', `/v1/invoices/${inv.id}/finalize`)
+  return call(h, 'GET', `/v1/invoices/${inv.id}`)
+}
+
+const signed = (l: any) => Number(l.debit) - Number(l.credit)
+
+describe('GET /v1/accounting/journal', () => {
+  it('books a month of one customer in balanced entries, each traceable to its record', async () => {
+    const c = await customer(h)
+    const w = await newWallet(h, c.id, { initial_credits_to_load: '20' })
+    clock.advance(HOUR)
+    // 30.00 usage + 20.00 fixed; the 20 free credits pay 20.00 at finalization.
+    const inv = await finalizedInvoice(c.id, [
+      ['USAGE', '30.00'],
+      ['FIXED', '20.00'],
+    ])
+    expect([inv.total_prepaid_credits_applied, inv.amount_due]).toEqual(['20', '30'])
+    clock.advance(HOUR)
+    await call(h, 'PUT', `/v1/invoices/${inv.id}/payment`, { payment_status: 'SUCCEEDED', amount: '30.00', payment_method_type: 'ACH' })
+    const [payment] = (await call(h, 'GET', `/v1/payments?invoice_id=${inv.id}`)).items
+    clock.advance(HOUR)
+    const note = await call(h, 'POST', '/v1/creditnotes', { invoice_id: inv.id, reason: 'SERVICE_ISSUE', line_items: [{ invoice_line_item_id: inv.line_items[0].id, amount: '5.00' }], process_credit_note: true }, 201)
+    clock.advance(HOUR)
+    const voided = await finalizedInvoice(c.id, [['FIXED', '10.00']])
+    clock.advance(HOUR)
+    await call(h, 'POST', `/v1/invoices/${voided.id}/void`)
+
+    const res = await call(h, 'GET', '/v1/accounting/journal?start_time=2025-05-01T00:00:00Z&end_time=2025-06-01T00:00:00Z')
+    const mine = res.entries.filter((e: any) => e.customer_id === c.id)
+    for (const e of mine) expect(e.lines.reduce((a: number, l: any) => a + signed(l), 0), e.id).toBeCloseTo(0, 10)
+    const debit = (await call(h, 'GET', `/v1/wallets/${w.id}/transactions?type=debit`)).items[0]
+    const grant = (await call(h, 'GET', `/v1/wallets/${w.id}/transactions?type=credit`)).items[0]
+    expect(mine.map((e: any) => [e.source_type, e.source_id, e.lines.map((l: any) => `${l.account} ${signed(l).toFixed(2)}`)])).toEqual([
+      ['wallet_transaction', grant.id, ['promotional_credits 20.00', 'customer_credit_liability -20.00']],
+      ['invoice', inv.id, ['accounts_receivable 50.00', 'revenue:usage -30.00', 'revenue:fixed -20.00']],
+      ['wallet_transaction', debit.id, ['accounts_receivable -20.00', 'customer_credit_liability 20.00']],
+      ['payment', payment.id, ['cash 30.00', 'accounts_receivable -30.00']],
+      ['credit_note', note.id, ['sales_returns 5.00', 'cash -5.00']],
+      ['invoice', voided.id, ['accounts_receivable 10.00', 'revenue:fixed -10.00']],
+      ['invoice_void', voided.id, ['accounts_receivable -10.00', 'revenue:fixed 10.00']],
+    ])
+    // 50 − 20 − 30 + 10 − 10: the customer owes nothing.
+    const receivable = mine.flatMap((e: any) => e.lines).filter((l: any) => l.account === 'accounts_receivable').reduce((a: number, l: any) => a + signed(l), 0)
+    expect(receivable).toBeCloseTo(0, 10)
+    expect(mine[1]).toMatchObject({ id: `invoice:${inv.id}`, currency: 'USD', date: inv.finalized_at })
+
+    // A range that holds none of it answers none of it.
+    const before = await call(h, 'GET', '/v1/accounting/journal?start_time=2025-04-01T00:00:00Z&end_time=2025-05-01T00:00:00Z')
+    expect(before.entries.filter((e: any) => e.customer_id === c.id)).toEqual([])
+  })
+
+  it('refuses a range that ends before it starts or a missing bound, naming the field', async () => {
+    const bad = await h.http('GET', '/v1/accounting/journal?start_time=2025-05-02T00:00:00Z&end_time=2025-05-01T00:00:00Z')
+    expect([bad.status, bad.body.code, Object.keys(bad.body.details)]).toEqual([400, 'validation_error', ['end_time']])
+    const missing = await h.http('GET', '/v1/accounting/journal?start_time=2025-05-02T00:00:00Z')
+    expect([missing.status, missing.body.code]).toEqual([400, 'validation_error'])
+  })
+})
