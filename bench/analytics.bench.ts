@@ -19,7 +19,7 @@ import { benchDataDir, fmt, percentile, report } from './common.ts'
 const N = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000)
 const CUSTOMERS = 10
 const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 100)
-const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('analytics'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' }
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('analytics'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0', METRICS_PORT: 'off' }
 const running = await startRoles(loadConfig(env), ['api'])
 const { deps } = running
 const tenant = running.bootstrap!

@@ -75,7 +75,8 @@ async function subscriptionsOf(deps: Deps, scope: Scope, customerIds: string[] |
       params: { limit: 1000, offset, sort: 'created_at', order: 'asc', status: 'published', metadata: {} },
       filters: customerIds ? { customer_ids: customerIds } : {},
     })
-    all.push(...page.items)
+    // A draft bills nothing (the billing run skips it).
+    all.push(...page.items.filter((s) => s.subscription_status !== 'draft'))
     if (offset + 1000 >= page.pagination.total) return all
   }
 }
