@@ -17,7 +17,7 @@ import { readyMeter } from '../../test/usage-helpers.ts'
 
 let h: Harness
 const clock = fixedClock('2024-04-30T00:00:00Z')
-const ids = {} as Record<'calls' | 'tokens' | 'images' | 'callsMeter' | 'tokensMeter' | 'imagesMeter' | 'a' | 'b' | 'subA' | 'subB', string>
+const ids = {} as Record<'calls' | 'tokens' | 'images' | 'callsMeter' | 'tokensMeter' | 'imagesMeter' | 'a' | 'b' | 'subA' | 'subB' | 'callsPlan', string>
 const april = { start_time: '2024-04-01T00:00:00Z', end_time: '2024-05-01T00:00:00Z' }
 
 async function sendEvents(customerId: string, name: string, source: string, at: string, count: number, props: Record<string, unknown> = {}) {
@@ -57,6 +57,7 @@ beforeAll(async () => {
   })
   await created(h, '/v1/entitlements', { plan_id: full.id, feature_id: ids.calls, feature_type: 'metered', usage_limit: 100, is_soft_limit: true, usage_reset_period: 'MONTHLY' })
   const callsOnly = await plan(h, { prices: [usagePrice(ids.callsMeter, '0.10', { display_name: 'API calls' })] })
+  ids.callsPlan = callsOnly.id
   const a = await customer(h, { name: 'Acme, "the" company', metadata: { tier: '=gold', region: 'eu' } })
   const b = await customer(h)
   ids.a = a.external_id
@@ -320,5 +321,23 @@ describe('bad input and scoping', () => {
     expect(r.body.message).toMatch(/EUR, USD/)
     // One customer's answer stays in its currency.
     expect((await ok({ external_customer_id: c.external_id, feature_ids: [ids.calls] })).currency).toBe('EUR')
+  })
+})
+
+describe('include_children', () => {
+  it("rolls in the usage and lines of the customer's child subscriptions", async () => {
+    const common = { plan_id: ids.callsPlan, collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' }
+    const parent = await customer(h)
+    const child = await customer(h)
+    const parentSub = await subscribed(h, { customer_id: parent.id, ...common })
+    await subscribed(h, { customer_id: child.id, parent_subscription_id: parentSub.id, ...common })
+    await sendEvents(parent.external_id, 'api_call', 'sdk', '2024-04-20T10:00:00Z', 10)
+    await sendEvents(child.external_id, 'api_call', 'sdk', '2024-04-21T10:00:00Z', 40)
+    // The parent alone: 10 calls, 1.00; with its child's 40 calls on the child's own line at 0.10: 5.00.
+    const alone = await ok({ external_customer_id: parent.external_id, feature_ids: [ids.calls] })
+    expect(alone.items.map((i: any) => [i.total_usage, i.total_cost])).toEqual([['10', '1']])
+    const family = await ok({ external_customer_id: parent.external_id, feature_ids: [ids.calls], include_children: true })
+    expect(family.items.map((i: any) => [i.total_usage, i.event_count, i.total_cost])).toEqual([['50', 50, '5']])
+    expect(family.items[0].subscription_id).toBeNull()
   })
 })
