@@ -3,7 +3,8 @@
 // (migrations before 0005) and `breakdowns` (all of them), the same rows into each, alternated (the order flips each
 // round). CPU of the whole process (chDB runs in it) per insert, with background merges stopped so each insert is
 // charged its own work only; the difference is taken round by round (paired), which the machine's other load skews
-// less than either number. ROUNDS, EVENTS and CUSTOMERS change the shape.
+// less than either number. ROUNDS, EVENTS and CUSTOMERS change the shape; MIGRATION=0006 measures that migration's view
+// (the reconciliation's drop counts) the same way: migrations before it against those up to it.
 import { randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -20,7 +21,8 @@ const SOURCES = ['api', 'sdk', 'import']
 
 const ch = await openClickHouse(loadConfig({ DATA_DIR: benchDataDir('breakdowns'), LOG_LEVEL: 'silent' }))
 const files = readdirSync(join(SQL_DIR, 'clickhouse')).filter((f) => f.endsWith('.sql')).sort()
-const DATABASES = { base: files.filter((f) => f < '0005'), breakdowns: files } as const
+const MIGRATION = process.env.MIGRATION ?? '0005'
+const DATABASES = { base: files.filter((f) => f < MIGRATION), breakdowns: files.filter((f) => f.slice(0, 4) <= MIGRATION) } as const
 type Db = keyof typeof DATABASES
 for (const [db, list] of Object.entries(DATABASES)) {
   await ch.client.command({ query: `CREATE DATABASE IF NOT EXISTS ${db}` })
@@ -83,11 +85,13 @@ const quartile = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 4)]
 const perEvent = (ms: number) => fmt((ms * 1000) / EVENTS, 2)
 const cpu = (db: Db) => results[db].map((x) => x.cpu)
 const paired = results.breakdowns.map((x, i) => x.cpu - results.base[i].cpu)
-const row = (db: Db) => `| ${db} | ${fmt(median(cpu(db)))} (${perEvent(median(cpu(db)))} µs) | ${fmt(quartile(cpu(db)))} | ${fmt(median(results[db].map((x) => x.wall)))} |`
-report(`## Usage breakdown views: insert cost
+const label = (db: Db) => (MIGRATION === '0005' ? db : db === 'base' ? `before ${MIGRATION}` : `with ${MIGRATION}`)
+const row = (db: Db) => `| ${label(db)} | ${fmt(median(cpu(db)))} (${perEvent(median(cpu(db)))} µs) | ${fmt(quartile(cpu(db)))} | ${fmt(median(results[db].map((x) => x.wall)))} |`
+const title = MIGRATION === '0005' ? 'Usage breakdown views: insert cost' : `Migration ${MIGRATION}'s views: insert cost`
+report(`## ${title}
 
 ${ROUNDS} rounds of ${fmt(EVENTS)}-event batches (${fmt(CUSTOMERS)} customers, ${SOURCES.length} sources, one meter) into \`event_batches\`
-with and without migration 0005's views, alternated, merges stopped; CPU of the process per insert (chDB runs in it).
+with and without migration ${MIGRATION}'s views, alternated, merges stopped; CPU of the process per insert (chDB runs in it).
 
 | database | CPU median, ms (per event) | CPU lower quartile, ms | wall median, ms |
 | --- | --- | --- | --- |

@@ -93,10 +93,12 @@ describe('sendCsv', () => {
     const res = await new Promise<IncomingMessage>((resolve) => request(`${base}/endless`, resolve).end())
     expect(res.statusCode).toBe(200)
     res.pause()
-    // Buffers fill (the socket's, the response's, a few 64 KiB chunks), then the source waits.
-    await new Promise((r) => setTimeout(r, 500))
-    const held = endless.made
-    await new Promise((r) => setTimeout(r, 300))
+    // Buffers fill (the socket's, the response's, a few 64 KiB pieces), then the source waits: its count stops moving.
+    let held = -1
+    for (let i = 0; i < 25 && endless.made !== held; i++) {
+      held = endless.made
+      await new Promise((r) => setTimeout(r, 200))
+    }
     expect(endless.made).toBe(held)
     expect(held).toBeLessThan(100_000) // rows of ~105 bytes: a few MB at most, of an endless source
     res.destroy()

@@ -9,19 +9,49 @@
 //   stops at once on the reader's side and between chunks on chDB's).
 import { Readable } from 'node:stream'
 import type { Context } from 'koa'
-import { csvWriter, type CsvColumn, type CsvValue } from '../core/csv.ts'
+import { csvHeader, csvWriter, type CsvColumn, type CsvValue } from '../core/csv.ts'
 import type { Deps } from '../infra/deps.ts'
 
-export interface CsvExport {
+/** Records after the header, already CSV, and how many rows they hold. */
+interface CsvPiece {
+  bytes: Uint8Array | string
+  rows: number
+}
+
+export type CsvExport = {
   /** The file name a browser saves it as. */
   filename: string
   columns: readonly CsvColumn[]
-  /** The rows, each its values in the columns' order; the source stops its query when `signal` aborts. */
-  rows(signal: AbortSignal): AsyncIterable<readonly CsvValue[]>
-}
+} & (
+  | {
+      /** The rows, each its values in the columns' order, written through core/csv.ts; the source stops its query when `signal` aborts. */
+      rows(signal: AbortSignal): AsyncIterable<readonly CsvValue[]>
+    }
+  | {
+      /** The records as CSV text already (ClickHouse's own, passed through), with their row counts. */
+      text(signal: AbortSignal): AsyncIterable<CsvPiece>
+    }
+)
 
-/** Text is handed to the socket in chunks of about this many characters: one write per row would cost more than the row. */
+/** Text is handed to the socket in pieces of about this many characters: one write per row would cost more than the row. */
 const CHUNK = 64 * 1024
+
+/** Rows written through core/csv.ts, joined into pieces of about CHUNK characters. */
+async function* piecesOf(columns: readonly CsvColumn[], rows: AsyncIterable<readonly CsvValue[]>): AsyncGenerator<CsvPiece> {
+  const writer = csvWriter(columns)
+  let text = ''
+  let count = 0
+  for await (const row of rows) {
+    text += writer.row(row)
+    count++
+    if (text.length >= CHUNK) {
+      yield { bytes: text, rows: count }
+      text = ''
+      count = 0
+    }
+  }
+  if (count > 0) yield { bytes: text, rows: count }
+}
 
 /**
  * Answers the request with `csv` as `text/csv`, streamed; resolves once the response is done (sent, cut or abandoned).
@@ -35,11 +65,10 @@ export async function sendCsv(ctx: Context, deps: Pick<Deps, 'logger' | 'metrics
     if (!ctx.res.writableFinished && failure === undefined) controller.abort(new Error('the client closed the connection'))
   }
   ctx.res.once('close', onClose)
-  const writer = csvWriter(csv.columns)
-  const rows = csv.rows(controller.signal)[Symbol.asyncIterator]()
-  let first: IteratorResult<readonly CsvValue[]>
+  const pieces = ('text' in csv ? csv.text(controller.signal) : piecesOf(csv.columns, csv.rows(controller.signal)))[Symbol.asyncIterator]()
+  let first: IteratorResult<CsvPiece>
   try {
-    first = await rows.next()
+    first = await pieces.next()
   } catch (err) {
     ctx.res.off('close', onClose)
     // Nobody listens: no error body to send.
@@ -47,28 +76,24 @@ export async function sendCsv(ctx: Context, deps: Pick<Deps, 'logger' | 'metrics
     throw err
   }
   if (controller.signal.aborted) {
-    await rows.return?.()
+    await pieces.return?.()
     return count(deps, 'aborted', 0)
   }
   let sent = 0
-  async function* text(): AsyncGenerator<string> {
-    let chunk = writer.header
-    for (let next = first; !next.done; next = await rows.next()) {
-      chunk += writer.row(next.value)
-      sent++
-      if (chunk.length >= CHUNK) {
-        yield chunk
-        chunk = ''
-      }
+  async function* text(): AsyncGenerator<Uint8Array | string> {
+    yield csvHeader(csv.columns)
+    for (let next = first; !next.done; next = await pieces.next()) {
+      sent += next.value.rows
+      yield next.value.bytes
     }
-    if (chunk) yield chunk
   }
   ctx.status = 200
   ctx.type = 'text/csv; charset=utf-8'
   ctx.attachment(csv.filename)
   // The response is written here, not by Koa: Koa leaves a response whose body stream fails half-sent open.
   ctx.respond = false
-  const source = Readable.from(text())
+  // One piece ahead at most: a slow client holds the source back, not a queue of pieces in memory.
+  const source = Readable.from(text(), { highWaterMark: 1 })
   await new Promise<void>((resolve) => {
     source.once('error', (err) => {
       failure = err
@@ -83,7 +108,7 @@ export async function sendCsv(ctx: Context, deps: Pick<Deps, 'logger' | 'metrics
   })
   ctx.res.off('close', onClose)
   // The source is done with (its query stopped) before the export counts as over.
-  await rows.return?.()
+  await pieces.return?.()
   const outcome: Outcome = failure !== undefined && !controller.signal.aborted ? 'failed' : ctx.res.writableFinished ? 'complete' : 'aborted'
   if (outcome === 'failed') deps.logger.error({ err: failure, request_id: ctx.state.requestId }, 'csv export failed after its first byte')
   count(deps, outcome, sent)

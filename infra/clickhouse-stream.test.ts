@@ -1,6 +1,6 @@
-// ClickHouse.streamRows: a SELECT's rows as they come. chdb/connection answers `client.query(...).stream()` from a
-// result it has read whole, so an export of millions of rows would sit in memory; streamRows reads chunk by chunk,
-// stops the query when the reader stops or aborts, and leaves the other connections free meanwhile.
+// ClickHouse.streamRows and streamCsv: a SELECT's rows (or its CSV) as they come. chdb/connection answers
+// `client.query(...).stream()` from a result it has read whole, so an export of millions of rows would sit in memory; these
+// read chunk by chunk, stop the query when the reader stops or aborts, and leave the other connections free meanwhile.
 import { ClickHouseError } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testConfig } from '../test/harness.ts'
@@ -89,5 +89,36 @@ describe('streamRows', () => {
     })().catch((e: unknown) => e)
     expect(bad).toBeInstanceOf(ClickHouseError)
     expect(bad).toMatchObject({ code: '47' })
+  })
+})
+
+describe('streamCsv', () => {
+  it("passes ClickHouse's CSV through: strings quoted, CRLF, ISO instants, exact row counts across chunks", async () => {
+    const decoder = new TextDecoder()
+    let text = ''
+    let rows = 0
+    let pieces = 0
+    for await (const piece of ch.streamCsv({
+      query: "SELECT number AS n, if(number = 1, 'a \"q\"\r\nb', 'x') AS s, formatDateTime(toDateTime64('2024-03-01 10:00:00.5', 3, 'UTC'), '%Y-%m-%dT%H:%i:%S.%fZ') AS t FROM numbers({count:UInt64})",
+      query_params: { count: 300000 },
+    })) {
+      text += decoder.decode(piece.bytes, { stream: true })
+      rows += piece.rows
+      pieces++
+    }
+    expect(rows).toBe(300_000)
+    expect(pieces).toBeGreaterThan(1)
+    expect(text.startsWith('0,"x","2024-03-01T10:00:00.500Z"\r\n1,"a ""q""\r\nb","2024-03-01T10:00:00.500Z"\r\n2,')).toBe(true)
+    expect(text.endsWith('299999,"x","2024-03-01T10:00:00.500Z"\r\n')).toBe(true)
+  })
+
+  it('stops on abort', async () => {
+    const abort = new AbortController()
+    let pieces = 0
+    const read = (async () => {
+      for await (const _ of ch.streamCsv({ query: 'SELECT number FROM numbers(1000000000000)', signal: abort.signal })) if (++pieces === 3) abort.abort()
+    })()
+    await expect(read).rejects.toThrow()
+    expect(pieces).toBe(3)
   })
 })

@@ -6,6 +6,7 @@ import { rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Config } from '../core/config.ts'
 import { sqlString } from './ch-literals.ts'
+import type { StreamChunk } from 'chdb'
 
 export interface ClickHouse {
   client: ClickHouseClient
@@ -38,8 +39,22 @@ export interface ClickHouse {
    * when the chunk being computed is done (chDB checks between chunks).
    */
   streamRows<T>(query: StreamQuery): AsyncIterable<T>
+  /**
+   * The same, as ClickHouse's own CSV (strings quoted, CRLF line ends): pieces of text with their row counts, for
+   * exports that pass ClickHouse's bytes through rather than parse and rewrite each row (~10× faster). On chDB a
+   * piece is a chunk (exact rows); on a server a run of lines (a line break inside a quoted cell counts as a row).
+   */
+  streamCsv(query: StreamQuery): AsyncIterable<CsvPiece>
   close(): Promise<void>
 }
+
+interface CsvPiece {
+  bytes: Uint8Array
+  rows: number
+}
+
+/** ClickHouse's CSV as RFC 4180 with ISO instants: CRLF line ends, `%f` as the column's 3 digits of milliseconds. */
+const CSV_SETTINGS = { output_format_csv_crlf_end_of_line: 1, formatdatetime_f_prints_scale_number_of_digits: 1 } as const
 
 interface StreamQuery {
   query: string
@@ -114,7 +129,19 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
         rs.close()
       }
     }
-    return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, close: () => client.close() }
+    async function* streamCsv({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<CsvPiece> {
+      const rs = await client.query({ query, query_params, format: 'CSV', abort_signal: signal, clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...CSV_SETTINGS, ...settings } })
+      try {
+        // The client splits the body at line feeds: each line comes back without its own.
+        for await (const rows of rs.stream()) {
+          signal?.throwIfAborted()
+          yield { bytes: Buffer.from(`${rows.map((r) => r.text).join('\n')}\n`), rows: rows.length }
+        }
+      } finally {
+        rs.close()
+      }
+    }
+    return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, streamCsv, close: () => client.close() }
   }
   // chDB binds one data directory per process: one client for the whole process.
   const { createChdbConnection } = await import('chdb/connection')
@@ -167,22 +194,21 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     const parsed = parseError(err.message)
     return parsed instanceof ClickHouseError ? parsed : err
   }
-  async function* streamRows<T>({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<T> {
+  /** A statement's result chunks in `format` (with the settings it needs) on a session of its own, closed when the iteration ends. */
+  async function* chunks({ query, query_params, signal, settings }: StreamQuery, format: string, formatSettings: Record<string, number>): AsyncGenerator<StreamChunk> {
     signal?.throwIfAborted()
     const session = new Session(path)
     try {
       await session.queryAsync(`USE ${database}`)
-      await session.queryAsync('SET output_format_json_quote_64bit_integers = 1')
+      for (const [name, value] of Object.entries(formatSettings)) await session.queryAsync(`SET ${name} = ${value}`)
       // The session is this stream's own: its settings are the statement's.
       for (const [name, value] of Object.entries(settings ?? {})) await session.queryAsync(`SET ${name} = ${sqlString(value)}`)
-      const options = { format: 'JSONEachRow', signal }
+      const options = { format, signal }
       const stream = query_params && Object.keys(query_params).length > 0 ? session.queryStreamBind(query, query_params, options) : session.queryStream(query, options)
       for await (const chunk of stream) {
-        for (const row of chunk.rows<T>()) {
-          // chDB checks the signal between chunks; the reader stops at once.
-          signal?.throwIfAborted()
-          yield row
-        }
+        // chDB checks the signal between chunks; the reader stops at once.
+        signal?.throwIfAborted()
+        yield chunk
       }
     } catch (err) {
       throw streamError(err)
@@ -190,5 +216,17 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
       session.close()
     }
   }
-  return { client, reader, kind: 'chdb', database, insertRaw, withRows, streamRows, close: async () => void (await Promise.all([reader.close(), client.close()])) }
+  async function* streamRows<T>(q: StreamQuery): AsyncGenerator<T> {
+    for await (const chunk of chunks(q, 'JSONEachRow', { output_format_json_quote_64bit_integers: 1 })) {
+      for (const row of chunk.rows<T>()) {
+        q.signal?.throwIfAborted()
+        yield row
+      }
+    }
+  }
+  async function* streamCsv(q: StreamQuery): AsyncGenerator<CsvPiece> {
+    // A copy: the chunk's bytes are chDB's, and the socket may still be writing them when the next chunk comes.
+    for await (const chunk of chunks(q, 'CSV', CSV_SETTINGS)) yield { bytes: Buffer.from(chunk.raw()), rows: chunk.numRows }
+  }
+  return { client, reader, kind: 'chdb', database, insertRaw, withRows, streamRows, streamCsv, close: async () => void (await Promise.all([reader.close(), client.close()])) }
 }

@@ -32,8 +32,8 @@ const exportRoute = (method: 'GET' | 'POST') =>
     ...(method === 'POST' ? { body: exportFilters } : { query: exportFilters }),
     produces: 'text/csv',
     handler: async ({ deps, actor, body, query, ctx }) => {
-      const { filename, rows } = exportEvents(deps, actor, method === 'POST' ? body : query)
-      await sendCsv(ctx, deps, { filename, columns: EVENT_EXPORT_COLUMNS, rows })
+      const { filename, text } = exportEvents(deps, actor, method === 'POST' ? body : query)
+      await sendCsv(ctx, deps, { filename, columns: EVENT_EXPORT_COLUMNS, text })
       return undefined
     },
   })

@@ -6,14 +6,15 @@ import { promisify } from 'node:util'
 import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../../../test/harness.ts'
-import { send } from '../../../test/usage-helpers.ts'
+import { readyMeter, send } from '../../../test/usage-helpers.ts'
+import { csvCell } from '../../../core/csv.ts'
 
 let h: Harness
 
 const HEADER = ['event_id', 'timestamp', 'received_at', 'external_customer_id', 'customer_id', 'event_name', 'source', 'properties']
 
 beforeAll(async () => {
-  h = await startHarness({ env: { KAFKA_BROKERS: '' } })
+  h = await startHarness({ env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' } })
   await send(
     h,
     [
@@ -56,6 +57,18 @@ describe('raw-events export', () => {
     // The JSON text is data: a cell starting with `{` needs no neutralizing; received_at is the intake's instant.
     expect(rows[2][7]).toBe('{"formula":"=1+2"}')
     expect(Number.isNaN(Date.parse(rows[0][2]))).toBe(false)
+  })
+
+  it('neutralizes text cells a spreadsheet would run as formulas, as core/csv.ts does', async () => {
+    const nasty = { event_id: '-5', event_name: '@sum', external_customer_id: '=HYPERLINK("http://x")', source: '+1', timestamp: '2024-03-01T00:00:00Z', properties: { a: '=1' } }
+    expect((await h.http('POST', '/v1/events', { body: nasty })).status).toBe(202)
+    const { res, rows } = await exported({ ...RANGE, external_customer_id: nasty.external_customer_id })
+    const cells = [nasty.event_id, nasty.external_customer_id, nasty.event_name, nasty.source]
+    expect([rows[0][0], rows[0][3], rows[0][5], rows[0][6]]).toEqual(cells.map((c) => (parse(csvCell(c)) as string[][])[0][0]))
+    expect([rows[0][0], rows[0][3], rows[0][5], rows[0][6]]).toEqual(["'-5", '\'=HYPERLINK("http://x")', "'@sum", "'+1"])
+    // RFC 4180 on the wire: CRLF after each record, quotes doubled.
+    expect(res.body as string).toContain('"\'=HYPERLINK(""http://x"")"')
+    expect((res.body as string).endsWith('\r\n')).toBe(true)
   })
 
   it('filters by customers, event names and sources; GET takes the same filters as query parameters', async () => {
@@ -129,7 +142,7 @@ describe('raw-events export', () => {
     expect(whole.rows).toHaveLength(1000)
   })
 
-  it('meterbill export --raw writes the same CSV to stdout, with the rows counted on stderr', async () => {
+  it('meterbill export writes the same CSV to stdout (raw, and the analytics export), with the rows counted on stderr', async () => {
     const run = (args: string[], env: Record<string, string> = {}) =>
       promisify(execFile)(process.execPath, ['bin/meterbill.js', 'export', ...args], { env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 })
     const { stdout, stderr } = await run(['--raw', '--from', RANGE.start_time, '--to', RANGE.end_time, '--customer', 'acme', '--customer', 'beta', '--url', h.baseUrl], { METERBILL_API_KEY: h.key })
@@ -142,6 +155,17 @@ describe('raw-events export', () => {
     // A refused request: the service's message on stderr, exit code 1, nothing on stdout.
     const refused = await run(['--raw', '--from', RANGE.end_time, '--to', RANGE.start_time, '--key', h.key, '--url', h.baseUrl]).catch((err: { code: number; stdout: string; stderr: string }) => err)
     expect(refused).toMatchObject({ code: 1, stdout: '', stderr: '/v1/events/export: 400 end_time: must be after start_time\n' })
+    // Without --raw: the analytics export (POST /v1/events/analytics/export with format csv), the same bytes as asked over HTTP.
+    const meter = await readyMeter(h, { name: 'LLM calls', event_name: 'llm', aggregation: { type: 'COUNT' } })
+    expect((await h.http('POST', '/v1/features', { body: { name: 'LLM calls', type: 'metered', meter_id: meter } })).status).toBe(201)
+    expect((await h.http('POST', '/v1/customers', { body: { external_id: 'acme', name: 'Acme' } })).status).toBe(201)
+    const analytics = await run(['--from', RANGE.start_time, '--to', RANGE.end_time, '--customer', 'acme', '--key', h.key, '--url', h.baseUrl])
+    const analyticsByHttp = await h.http('POST', '/v1/events/analytics/export', { body: { ...RANGE, external_customer_id: 'acme', format: 'csv' } })
+    expect(analyticsByHttp.status).toBe(200)
+    expect(analytics.stdout).toBe(analyticsByHttp.body)
+    const analyticsRows = (parse(analytics.stdout) as string[][]).length - 1
+    expect(analyticsRows).toBeGreaterThan(0)
+    expect(analytics.stderr.startsWith(`${analyticsRows} rows · `)).toBe(true)
     // No key: a usage error (exit code 2).
     const keyless = await run(['--raw', '--from', RANGE.start_time, '--to', RANGE.end_time, '--url', h.baseUrl], { METERBILL_API_KEY: '' }).catch((err: { code: number }) => err)
     expect(keyless).toMatchObject({ code: 2 })

@@ -1,10 +1,10 @@
-// The raw-events export: every stored event of a range, for audits, as CSV rows streamed from ClickHouse
-// (analytics store streamEvents: the table's order, no sort, constant memory).
+// The raw-events export: every stored event of a range, for audits, as CSV streamed from ClickHouse (analytics store
+// eventsCsv: the table's order, no sort, constant memory; ClickHouse writes the rows, they pass through as bytes).
 import { validationError } from '../../../core/errors.ts'
-import type { CsvColumn, CsvValue } from '../../../core/csv.ts'
+import type { CsvColumn } from '../../../core/csv.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
-import { streamEvents } from '../analytics/store.ts'
+import { EVENT_CSV_COLUMNS, eventsCsv } from '../analytics/store.ts'
 
 export interface EventExportRequest {
   start_time: string
@@ -15,19 +15,10 @@ export interface EventExportRequest {
   sources?: string[]
 }
 
-export const EVENT_EXPORT_COLUMNS: readonly CsvColumn[] = [
-  { name: 'event_id' },
-  { name: 'timestamp' },
-  { name: 'received_at' },
-  { name: 'external_customer_id' },
-  { name: 'customer_id' },
-  { name: 'event_name' },
-  { name: 'source' },
-  { name: 'properties' },
-]
+export const EVENT_EXPORT_COLUMNS: readonly CsvColumn[] = EVENT_CSV_COLUMNS.map((name) => ({ name }))
 
 /** Checks the request now (a bad one is refused before any byte is sent) and returns the rows to stream. */
-export function exportEvents(deps: Pick<Deps, 'ch'>, scope: Scope, q: EventExportRequest): { filename: string; rows(signal: AbortSignal): AsyncIterable<CsvValue[]> } {
+export function exportEvents(deps: Pick<Deps, 'ch'>, scope: Scope, q: EventExportRequest): { filename: string; text(signal: AbortSignal): AsyncIterable<{ bytes: Uint8Array; rows: number }> } {
   const start = new Date(q.start_time)
   const end = new Date(q.end_time)
   if (end <= start) throw validationError('end_time', 'must be after start_time')
@@ -42,10 +33,6 @@ export function exportEvents(deps: Pick<Deps, 'ch'>, scope: Scope, q: EventExpor
   }
   return {
     filename: `events-${start.toISOString()}-${end.toISOString()}.csv`.replace(/:/g, ''),
-    async *rows(signal) {
-      for await (const e of streamEvents(deps.ch, query, { signal })) {
-        yield [e.id, e.timestamp.toISOString(), e.received_at.toISOString(), e.external_customer_id, e.customer_id, e.event_name, e.source, e.properties]
-      }
-    },
+    text: (signal) => eventsCsv(deps.ch, query, { signal }),
   }
 }

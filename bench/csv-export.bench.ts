@@ -1,0 +1,126 @@
+// The raw-events CSV export (POST /v1/events/export) over N stored events: rows/s and peak RSS growth of the server
+// process over its idle state, next to a same-run baseline of ClickHouse (chDB, in the same process) writing the same
+// rows to a file itself (SELECT … INTO OUTFILE … FORMAT CSVWithNames). Alternated, each twice. The client reads the
+// response in this process and discards it. Peak RSS is the kernel's high-water mark (VmHWM), reset before each run
+// through /proc/self/clear_refs.
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { join } from 'node:path'
+import { loadConfig } from '../core/config.ts'
+import { startRoles } from '../roles.ts'
+import { benchDataDir, fmt, report } from './common.ts'
+
+const N = Number(process.env.BENCH_EXPORT_EVENTS ?? 2_000_000)
+const dataDir = benchDataDir('export')
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: dataDir, KAFKA_BROKERS: '', METRICS_PORT: 'off' }
+const running = await startRoles(loadConfig(env), ['api'])
+const { deps } = running
+const tenant = running.bootstrap!
+const scope = { tenantId: tenant.tenantId, environmentId: tenant.environments.production }
+
+// N events over March 2024 for 100 customers, properties of ~60 bytes.
+const loadStart = performance.now()
+for (let from = 0; from < N; from += 1_000_000) {
+  await deps.ch.client.command({
+    query: `INSERT INTO events (tenant_id, environment_id, external_customer_id, event_name, timestamp, id, customer_id, source, properties, received_at)
+      SELECT {t:String}, {e:String}, concat('cust-', toString(number % 100)), 'api.call',
+        fromUnixTimestamp64Milli(toInt64(1709251200000 + intDiv(number * 2678400000, ${N})), 'UTC'), concat('evt-', toString(number)),
+        concat('cus_', toString(number % 100)), if(number % 3 = 0, 'sdk-go', ''), concat('{"tokens":', toString(number % 1000), ',"model":"model-', toString(number % 7), '"}'), now64(3)
+      FROM numbers(${from}, ${Math.min(1_000_000, N - from)})`,
+    query_params: { t: scope.tenantId, e: scope.environmentId },
+    clickhouse_settings: { max_insert_block_size: '1000000' },
+  })
+}
+await deps.ch.client.command({ query: 'OPTIMIZE TABLE events FINAL' })
+const loadSeconds = (performance.now() - loadStart) / 1000
+
+const RANGE = { start_time: '2024-03-01T00:00:00Z', end_time: '2024-04-01T00:00:00Z' }
+
+const resetPeak = () => writeFileSync('/proc/self/clear_refs', '5')
+const kib = (field: string) => Number(/(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8').split('\n').find((l) => l.startsWith(field))!)![1])
+
+interface Run {
+  seconds: number
+  bytes: number
+  rows: number
+  peakGrowthMb: number
+}
+
+async function measured(work: () => Promise<{ bytes: number; rows: number }>): Promise<Run> {
+  ;(globalThis as { gc?: () => void }).gc?.()
+  await new Promise((r) => setTimeout(r, 200))
+  const idle = kib('VmRSS:')
+  resetPeak()
+  const t = performance.now()
+  const { bytes, rows } = await work()
+  const seconds = (performance.now() - t) / 1000
+  return { seconds, bytes, rows, peakGrowthMb: (kib('VmHWM:') - idle) / 1024 }
+}
+
+const viaHttp = () =>
+  measured(
+    () =>
+      new Promise((resolve, reject) => {
+        const body = JSON.stringify(RANGE)
+        const req = request(
+          { host: '127.0.0.1', port: running.port, method: 'POST', path: '/v1/events/export', headers: { 'x-api-key': tenant.apiKey, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+          (res) => {
+            if (res.statusCode !== 200) reject(new Error(`export answered ${res.statusCode}`))
+            let bytes = 0
+            let lines = 0
+            res.on('data', (chunk: Buffer) => {
+              bytes += chunk.length
+              for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
+            })
+            res.on('end', () => resolve({ bytes, rows: lines - 1 }))
+            res.on('error', reject)
+          },
+        )
+        req.on('error', reject)
+        req.end(body)
+      }),
+  )
+
+const outfile = join(dataDir, 'baseline.csv')
+const viaClickHouse = () =>
+  measured(async () => {
+    rmSync(outfile, { force: true })
+    await deps.ch.client.command({
+      query: `SELECT id, timestamp, received_at, external_customer_id, customer_id, event_name, source, properties FROM events
+        WHERE tenant_id = {t:String} AND environment_id = {e:String} AND timestamp >= '2024-03-01 00:00:00' AND timestamp < '2024-04-01 00:00:00'
+        ORDER BY external_customer_id, event_name, timestamp, id
+        INTO OUTFILE '${outfile}' FORMAT CSVWithNames SETTINGS optimize_read_in_order = 1`,
+      query_params: { t: scope.tenantId, e: scope.environmentId },
+    })
+    return { bytes: statSync(outfile).size, rows: N }
+  })
+
+const runs: { http: Run[]; ch: Run[] } = { http: [], ch: [] }
+for (let i = 0; i < 2; i++) {
+  runs.ch.push(await viaClickHouse())
+  runs.http.push(await viaHttp())
+}
+rmSync(outfile, { force: true })
+for (const r of runs.http) if (r.rows !== N) throw new Error(`the export sent ${r.rows} rows of ${N}`)
+await running.stop()
+
+const best = (list: Run[]) => list.reduce((a, b) => (b.seconds < a.seconds ? b : a))
+const row = (label: string, list: Run[]) => {
+  const b = best(list)
+  return `| ${label} | ${fmt(N / b.seconds)} | ${fmt(b.seconds, 2)} | ${fmt(b.bytes / 1e6, 1)} | ${list.map((r) => fmt(r.peakGrowthMb)).join(' · ')} |`
+}
+const [h, c] = [best(runs.http), best(runs.ch)]
+report(`## CSV export (raw events)
+
+\`POST /v1/events/export\` of ${fmt(N)} stored events (a month, 100 customers; loaded in ${fmt(loadSeconds, 1)} s) over HTTP on
+127.0.0.1, read and discarded by a client in the server's process, next to ClickHouse (chDB in the same process) writing
+the same rows to a file itself (\`INTO OUTFILE … FORMAT CSVWithNames\`), alternated, each twice (best time shown; peak RSS
+growth of both runs). Peak RSS growth: the process's high-water mark (VmHWM, reset before each run) over its RSS before it.
+Ratio: **${fmt(c.seconds / h.seconds, 2)}** of ClickHouse's own speed (export ${fmt(N / h.seconds)} rows/s against ${fmt(N / c.seconds)}).
+
+| writer | rows/s | seconds | MB | peak RSS growth MB |
+| --- | ---: | ---: | ---: | ---: |
+${row('meterbill export (HTTP, CSV)', runs.http)}
+${row('ClickHouse INTO OUTFILE (baseline)', runs.ch)}
+`)
+process.exit(0)
