@@ -152,6 +152,12 @@ describe('a commitment, the whole environment and pages', () => {
     const r = await ok({ external_customer_id: ids.b })
     expect(r.items.map((i: any) => [i.feature_id, i.total_usage, i.total_cost])).toEqual([[ids.calls, '700', '90']])
     expect(r.items[0].commitment_info).toMatchObject({ amount: '50', overage_factor: '2', true_up_enabled: true, computed_commitment_utilized_amount: '50', computed_overage_amount: '40' })
+    // Per day: 8 April holds all of it; the true-up is a line of its own, never a point's.
+    const daily = await ok({ external_customer_id: ids.b, window_size: 'DAY' })
+    const busy = daily.items[0].points.filter((p: any) => p.cost !== '0')
+    expect(busy).toEqual([
+      { timestamp: '2024-04-08T00:00:00.000Z', usage: '700', cost: '90', event_count: 700, computed_commitment_utilized_amount: '50', computed_overage_amount: '40', computed_true_up_amount: '0' },
+    ])
   })
 
   it('the whole environment: both customers’ lines, split by source by largest remainder', async () => {

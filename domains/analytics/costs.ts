@@ -37,6 +37,8 @@ export interface MeterCost {
   lines: LineItemRow[]
   /** With exactly one subscription with a commitment: its terms and how the meter's lines met it at the range's end. */
   commitment: { amount: string; overage_factor: string | null; true_up_enabled: boolean; utilized: Decimal; overage: Decimal } | null
+  /** With a commitment: what each window adds to the lines' amounts within it (utilized) and over it (overage). */
+  commitmentWindows: { utilized: Decimal[]; overage: Decimal[] } | null
 }
 
 export interface Costs {
@@ -188,7 +190,7 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
   const meters = new Map<string, MeterCost>()
   const costOf = (meterId: string) => {
     let m = meters.get(meterId)
-    if (!m) meters.set(meterId, (m = { windows: windows.map(() => new D(0)), customers: new Map(), lines: [], commitment: null }))
+    if (!m) meters.set(meterId, (m = { windows: windows.map(() => new D(0)), customers: new Map(), lines: [], commitment: null, commitmentWindows: null }))
     return m
   }
   const committed = new Set<string>()
@@ -205,14 +207,17 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
       if (!m.lines.some((l) => l.id === c.row.id)) m.lines.push(c.row)
       let own = m.customers.get(c.customer)
       if (!own) m.customers.set(c.customer, (own = windows.map(() => new D(0))))
+      const windowAt = unit.instants.slice(0, -1).map((t) => windows.findIndex((x) => x.start <= t && t < x.end))
       priced.costs[k].forEach((cost, i) => {
-        const w = windows.findIndex((x) => x.start <= unit.instants[i] && unit.instants[i] < x.end)
-        m.windows[w] = m.windows[w].plus(cost)
-        own[w] = own[w].plus(cost)
+        m.windows[windowAt[i]] = m.windows[windowAt[i]].plus(cost)
+        own[windowAt[i]] = own[windowAt[i]].plus(cost)
       })
-      if (commitment && priced.commitment) {
+      if (commitment && priced.commitment && priced.commitmentWindows) {
         committed.add(sub.id)
         m.commitment = { amount: commitment.amount, overage_factor: commitment.overage_factor ?? null, true_up_enabled: commitment.true_up_enabled ?? false, ...priced.commitment[k] }
+        const cw = (m.commitmentWindows ??= { utilized: windows.map(() => new D(0)), overage: windows.map(() => new D(0)) })
+        priced.commitmentWindows.utilized[k].forEach((v, i) => (cw.utilized[windowAt[i]] = cw.utilized[windowAt[i]].plus(v)))
+        priced.commitmentWindows.overage[k].forEach((v, i) => (cw.overage[windowAt[i]] = cw.overage[windowAt[i]].plus(v)))
       }
     })
   }

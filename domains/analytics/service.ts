@@ -46,6 +46,8 @@ interface AnalyticsPoint {
   usage: string
   cost: Decimal
   eventCount: number
+  /** With a subscription commitment: the window's cost within it and over it. */
+  commitment?: { utilized: Decimal; overage: Decimal }
 }
 
 export interface AnalyticsItem {
@@ -133,19 +135,33 @@ async function allGroups(read: (q: PropertyBreakdownQuery) => Promise<BreakdownP
   return groups
 }
 
+/** What a group's windows are split: the cost, and with a commitment what is within it and over it. */
+interface GroupCosts {
+  cost: Decimal[]
+  commitment?: { utilized: Decimal[]; overage: Decimal[] }
+}
+
+/** A meter's per-window amounts split over its groups by their usage in each window (largest remainder). */
+function splitOver(own: BreakdownGroup[], perWindow: Decimal[], currency: string): Decimal[][] {
+  const parts = own.map(() => [] as Decimal[])
+  perWindow.forEach((amount, i) => {
+    const usages = own.map((g) => new D(g.points ? g.points[i].usage : g.usage).abs())
+    allocateByUsage(amount, usages, currency).forEach((c, k) => parts[k].push(c))
+  })
+  return parts
+}
+
 /** Each group's cost per window: its meter's cost of the window split over the meter's groups by their usage in it. */
-function groupCosts(groups: BreakdownGroup[], costs: Costs, windows: number): Map<string, Decimal[]> {
-  const out = new Map<string, Decimal[]>()
+function groupCosts(groups: BreakdownGroup[], costs: Costs): Map<string, GroupCosts> {
+  const out = new Map<string, GroupCosts>()
   const currency = costs.currency
   for (const [meterId, cost] of costs.meters) {
     const own = groups.filter((g) => g.meterId === meterId)
     if (own.length === 0 || !currency) continue
-    const parts = own.map(() => [] as Decimal[])
-    for (let i = 0; i < windows; i++) {
-      const usages = own.map((g) => new D(g.points ? g.points[i].usage : g.usage).abs())
-      allocateByUsage(cost.windows[i], usages, currency).forEach((c, k) => parts[k].push(c))
-    }
-    own.forEach((g, k) => out.set(groupKey(g), parts[k]))
+    const parts = splitOver(own, cost.windows, currency)
+    const utilized = cost.commitmentWindows && splitOver(own, cost.commitmentWindows.utilized, currency)
+    const overage = cost.commitmentWindows && splitOver(own, cost.commitmentWindows.overage, currency)
+    own.forEach((g, k) => out.set(groupKey(g), { cost: parts[k], ...(utilized && overage ? { commitment: { utilized: utilized[k], overage: overage[k] } } : {}) }))
   }
   return out
 }
@@ -230,14 +246,15 @@ export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsReque
   const [page, costs] = await Promise.all([read(q), costsOf(deps, actor, r, resolved)])
   const windows = windowsOf(r).length
   const priced = [...costs.meters.values()].some((m) => m.windows.some((c) => !c.isZero()))
-  const split = priced ? groupCosts(await allGroups(read, q, page), costs, windows) : new Map<string, Decimal[]>()
+  const split = priced ? groupCosts(await allGroups(read, q, page), costs) : new Map<string, GroupCosts>()
   const meterById = new Map(meters.map((m) => [m.id, m]))
   const items: AnalyticsItem[] = []
   for (const g of page.groups) {
     const meter = meterById.get(g.meterId)!
     const cost = costs.meters.get(g.meterId)
     const line = cost?.lines.length === 1 ? cost.lines[0] : null
-    const perWindow = split.get(groupKey(g)) ?? Array.from({ length: windows }, () => new D(0))
+    const shares = split.get(groupKey(g))
+    const perWindow = shares?.cost ?? Array.from({ length: windows }, () => new D(0))
     for (const feature of features.filter((f) => f.meter_id === g.meterId)) {
       const group: Record<string, string | null> = { feature_id: feature.id }
       if (keys.includes('source')) group.source = g.source ?? null
@@ -254,7 +271,13 @@ export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsReque
         totalUsage: g.usage,
         totalCost: sumMoney(perWindow),
         commitment: cost?.commitment ?? null,
-        points: g.points?.map((p, i) => ({ timestamp: p.windowStart, usage: p.usage, cost: perWindow[i], eventCount: Number(p.eventCount) })),
+        points: g.points?.map((p, i) => ({
+          timestamp: p.windowStart,
+          usage: p.usage,
+          cost: perWindow[i],
+          eventCount: Number(p.eventCount),
+          ...(shares?.commitment && { commitment: { utilized: shares.commitment.utilized[i], overage: shares.commitment.overage[i] } }),
+        })),
         expanded: await expansions(deps, actor, r.expand, feature, meter, line),
       })
     }
