@@ -180,7 +180,7 @@ async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUn
 export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promise<Costs> {
   const windows = queryWindows(q.start, q.end, q.windowSize, q.calendar)
   const subs = await subscriptionsOf(deps, scope, q.customerIds)
-  const contexts = subs.length === 0 ? new Map() : await loadContexts(deps, scope, subs)
+  const contexts = subs.length === 0 ? new Map() : await loadContexts(deps, scope, subs, { usagePricing: true })
   const units = [...contexts.values()].flatMap((ctx) => unitsOf(ctx, q, windows.slice(0, -1).map((w) => w.end)))
   const currencies = [...new Set(units.map((u) => u.ctx.sub.currency))].sort()
   if (currencies.length > 1) {
