@@ -133,7 +133,16 @@ describe('one customer, April, by source', () => {
       [{ model: 'small' }, '900', '1.4'],
     ])
     const small = await ok({ external_customer_id: ids.a, feature_ids: [ids.tokens], property_filters: { model: ['small'] } })
-    expect(small.items.map((i: any) => i.total_usage)).toEqual(['900'])
+    // Filtered, the groups cost their share of the line: small's 900 of 1800 tokens, half of 2.80.
+    expect(small.items.map((i: any) => [i.total_usage, i.total_cost])).toEqual([['900', '1.4']])
+    expect(small.total_cost).toBe('1.4')
+  })
+
+  it('a source filter: the source costs its share of the line, not the line', async () => {
+    const web = await ok({ external_customer_id: ids.a, feature_ids: [ids.calls], sources: ['web'] })
+    // 100 of the 250 calls: 15.00 × 100 / 250.
+    expect(web.items.map((i: any) => [i.total_usage, i.total_cost])).toEqual([['100', '6']])
+    expect(web.total_cost).toBe('6')
   })
 
   it('expands the feature, meter, price, plan and line item', async () => {
@@ -204,6 +213,12 @@ describe('the CSV export', () => {
       ]),
     )
     expect(body).toHaveLength(3)
+  })
+
+  it('a source filter: each row costs its share of its customer’s window', async () => {
+    const rows = await exported({ feature_ids: [ids.calls], sources: ['web'], window_size: 'DAY' })
+    // Only A's web calls of 12 April remain; that day's 10.00 was all theirs.
+    expect(rows.slice(1).map((r) => [r[0], r[2], r[9], r[11]])).toEqual([['2024-04-12T00:00:00.000Z', ids.a, '100', '10']])
   })
 
   it('property columns, and one customer only', async () => {
