@@ -1,13 +1,34 @@
 import { defineConfig } from 'vitest/config'
+import { SHIM_PORT } from './test/clickhouse-http/setup.ts'
+
+const ALL = ['core/**/*.test.ts', 'infra/**/*.test.ts', 'domains/**/*.test.ts', 'http/**/*.test.ts', 'ingest/**/*.test.ts', 'aggregator/**/*.test.ts', 'worker/**/*.test.ts', 'test/**/*.test.ts']
+// The files whose statements cover what the server path sends (inserts, id lookups, rollup and raw reads, streams,
+// migrations, a billing run), run again through @clickhouse/client's HTTP connection against the shim.
+const SERVER_PATH = [
+  'aggregator/insert-batch.test.ts',
+  'aggregator/stored-rows.test.ts',
+  'aggregator/breakdown-backfill.test.ts',
+  'ingest/ingest.test.ts',
+  'domains/usage/queries/usage.test.ts',
+  'domains/usage/analytics/**/*.test.ts',
+  'domains/invoicing/invoices/billing-run.test.ts',
+  'infra/clickhouse-stream.test.ts',
+  'test/foundation/migrate.test.ts',
+]
 
 // chDB binds one data directory per process, so every test file runs in its own forked process.
 export default defineConfig({
   test: {
     pool: 'forks',
-    globalSetup: ['test/global-setup.ts'],
-    include: ['core/**/*.test.ts', 'infra/**/*.test.ts', 'domains/**/*.test.ts', 'http/**/*.test.ts', 'ingest/**/*.test.ts', 'aggregator/**/*.test.ts', 'worker/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default'],
+    projects: [
+      { extends: true, test: { name: 'embedded', include: ALL, globalSetup: ['test/global-setup.ts'] } },
+      // In CI (or with CLICKHOUSE_HTTP=1): the ClickHouse server path, which no other run here exercises.
+      ...(process.env.CI || process.env.CLICKHOUSE_HTTP
+        ? [{ extends: true, test: { name: 'clickhouse-http', include: SERVER_PATH, globalSetup: ['test/global-setup.ts', 'test/clickhouse-http/setup.ts'], env: { CLICKHOUSE_URL: `http://127.0.0.1:${SHIM_PORT}` } } }]
+        : []),
+    ],
   },
 })

@@ -33,8 +33,8 @@ describe('a prepared chunk', () => {
       ['duplicate', 'b', 'c2'],
     ])
     expect([0, 1, 2, 3].map((i) => store.refused(id, i, 'refused'))).toEqual([
-      { kind: 'stored', id: 'a', stored: { event: a, drop: expect.stringContaining('"refused"') } },
-      { kind: 'stored', id: 'c', stored: { event: c, drop: expect.stringContaining('"refused"') } },
+      { kind: 'stored', id: 'a', stored: { event: a, drops: [expect.stringContaining('"c1","","job"'), expect.stringContaining('"refused"')] } },
+      { kind: 'stored', id: 'c', stored: { event: c, drops: [expect.stringContaining('"c4","","job"'), expect.stringContaining('"refused"')] } },
       { kind: 'duplicate', id: 'a' },
       { kind: 'duplicate', id: 'b' },
     ])

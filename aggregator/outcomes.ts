@@ -107,7 +107,8 @@ export function outcomesOf(fresh: UsageEvent[], keys: EventIds, duplicates: Usag
 export interface RefusedRow {
   kind: Outcome['kind']
   id: string
-  stored?: { event: UsageEvent; drop: string }
+  /** `drops`: rows recording why, tried in order: with the customer and event name (the reconciliation counts by them), then the id and instants alone. */
+  stored?: { event: UsageEvent; drops: [string, string] }
 }
 
 /** A batch's rows as insert text, and what splitting them around a refused row needs. */
@@ -130,9 +131,11 @@ export function refusedRow(o: Outcome, reason: string, expiresAt: string): Refus
   // Only an event meant to be stored is lost: a refused duplicate's original is stored, and a refused
   // rejection is already on the dead-letter topic.
   if (o.kind !== 'stored') return { kind: o.kind, id: o.event.id }
-  // The lookup learns why from a row of the id and instants alone.
-  const { id, tenantId, environmentId, timestamp, receivedAt } = o.event
-  return { kind: o.kind, id, stored: { event: o.event, drop: batchLine({ kind: 'rejected', event: { id, tenantId, environmentId, timestamp, receivedAt }, reason }, expiresAt) } }
+  // The lookup learns why from a row of the id and instants alone; the reconciliation needs the customer and name too,
+  // which may be what ClickHouse refused.
+  const { id, tenantId, environmentId, timestamp, receivedAt, externalCustomerId, eventName } = o.event
+  const drop = (event: Rejected['event']) => batchLine({ kind: 'rejected', event, reason }, expiresAt)
+  return { kind: o.kind, id, stored: { event: o.event, drops: [drop({ id, tenantId, environmentId, timestamp, receivedAt, externalCustomerId, eventName }), drop({ id, tenantId, environmentId, timestamp, receivedAt })] } }
 }
 
 /** The rows of outcomes in this thread, one line each. */

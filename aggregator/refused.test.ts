@@ -94,6 +94,13 @@ describe.skipIf(!brokers)('an event ClickHouse refuses, in Kafka mode', () => {
     expect(lookup.status).toBe('rejected')
     expect(lookup.reason).toMatch(/^ClickHouse refused the event: Cannot parse escape sequence.*\(CANNOT_PARSE_ESCAPE_SEQUENCE\)$/)
     expect(lookup.received_at).not.toMatch(/^1970/)
+    // Counted as rejected for its customer and event name (the reconciliation report reads this).
+    const rs = await h.running.deps.ch.client.query({
+      query: "SELECT external_customer_id, event_name, kind, toString(sum(events)) AS n FROM event_drop_counts WHERE tenant_id = {t:String} GROUP BY external_customer_id, event_name, kind",
+      query_params: { t: h.tenant.tenantId },
+      format: 'JSONEachRow',
+    })
+    expect(await rs.json()).toEqual([{ external_customer_id: 'acme', event_name: 'job', kind: 'rejected', n: '1' }])
     expect((await h.http('GET', `/v1/events/lookup?event_id=r-${BAD + 1}`)).body.status).toBe('stored')
     await until('the other 199 are counted', async () => (await totals(h, meters))[0] === '199')
     expect(await totals(h, meters)).toEqual(['199', '19962'])

@@ -72,11 +72,18 @@ async function insertOrSplit(deps: Deps, rows: BatchRows, from: number, to: numb
     const row = await rows.refused(from, reason)
     deps.logger.warn({ event_id: row.id, kind: row.kind, reason }, 'ClickHouse refused an event')
     if (!row.stored) return []
-    // If ClickHouse refuses even the row of the id and instants (the id itself is unreadable), the
-    // dead-letter topic is the only record.
-    await retry(() => insertBatch(deps.ch, row.stored!.drop, `${token}/rejected`), policy, isDataError).catch((e: unknown) => {
-      if (!isDataError(e)) throw e
-    })
+    // The fuller row first, then the row of the id and instants; if ClickHouse refuses even that (the id itself is
+    // unreadable), the dead-letter topic is the only record.
+    for (const drop of row.stored.drops) {
+      const stored = await retry(() => insertBatch(deps.ch, drop, `${token}/rejected`), policy, isDataError).then(
+        () => true,
+        (e: unknown) => {
+          if (!isDataError(e)) throw e
+          return false
+        },
+      )
+      if (stored) break
+    }
     return [{ event: row.stored.event, reason }]
   }
 }

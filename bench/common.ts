@@ -1,9 +1,12 @@
 // Shared by the benchmarks: percentiles, a keep-alive HTTP load generator, and the section each bench
 // appends to BENCHMARKS.md (through BENCH_OUT, set by run.ts).
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { request, Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
 import { Kafka, logLevel } from 'kafkajs'
 
 /** Every bench topic's name starts so: run.ts deletes them all after the last section. */
@@ -146,6 +149,38 @@ export function bulkBodies(): (n: number, slot: number) => Buffer {
       writeNumber(body, start + modelEnd, k % 3, 1, 48)
     }
     return body
+  }
+}
+
+/**
+ * The young-generation size docs/usage.md recommends for intake (NODE_OPTIONS): requests in flight hold thousands
+ * of events, which a small young generation copies over and over.
+ */
+export const INTAKE_YOUNG_GENERATION = '--max-semi-space-size=64'
+
+/**
+ * An intake server of bench/intake-server.ts (`ceiling`, `direct` or `kafka`) in a process of its own.
+ * INTAKE_NODE_FLAGS: more flags for the server (e.g. --cpu-prof, which NODE_OPTIONS does not take).
+ */
+export async function intakeServer(mode: string): Promise<{ port: number; key: string; child: ChildProcess }> {
+  const flags = process.env.INTAKE_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  const child = spawn(process.execPath, [INTAKE_YOUNG_GENERATION, ...flags, '--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve)
+    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)))
+  })
+  return { ...(JSON.parse(line) as { port: number; key: string }), child }
+}
+
+/** CPU seconds the process has used, all its threads (Linux /proc; NaN elsewhere). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return Number.NaN
   }
 }
 

@@ -1,11 +1,7 @@
 // (1) HTTP bulk intake: events/s accepted and p99 latency at 100 and 1000 events per request, in direct
 // mode and (with KAFKA_BROKERS) Kafka mode, each as a ratio to a parse-and-validate-only server measured
 // in the same run. Server and load generator share this machine's cores.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
-import { blast, bulkBodies, fmt, report, type LoadResult } from './common.ts'
+import { blast, bulkBodies, cpuSeconds, fmt, INTAKE_YOUNG_GENERATION, intakeServer, report, type LoadResult } from './common.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
 // For iterating on one mode: INTAKE_ROWS=kafka-1000 measures only that row (with its ceiling); all rows by default.
@@ -14,37 +10,11 @@ const SIZES = ONLY ? [Number(ONLY[2])] : [100, 1000]
 // The broker's CPU per event (BROKER_PID: the Kafka process, on the same cores), printed beside the table.
 const BROKER_PID = process.env.BROKER_PID ? Number(process.env.BROKER_PID) : undefined
 const CONCURRENCY = 16
-const YOUNG_GENERATION = '--max-semi-space-size=64'
-
-async function server(mode: string): Promise<{ port: number; key: string; child: ChildProcess }> {
-  // The young-generation size docs/usage.md recommends for intake (NODE_OPTIONS): requests in flight hold thousands
-  // of events, which a small young generation copies over and over.
-  // INTAKE_NODE_FLAGS: more flags for the server (e.g. --cpu-prof, which NODE_OPTIONS does not take).
-  const flags = process.env.INTAKE_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
-  const child = spawn(process.execPath, [YOUNG_GENERATION, ...flags, '--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve)
-    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)))
-  })
-  return { ...(JSON.parse(line) as { port: number; key: string }), child }
-}
-
-/** CPU seconds the process has used, all its threads (Linux /proc; NaN elsewhere). */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return Number.NaN
-  }
-}
 
 type Measured = LoadResult & { cpuPerEvent: number; brokerCpuPerEvent: number }
 
 async function measure(mode: string): Promise<Record<number, Measured>> {
-  const s = await server(mode)
+  const s = await intakeServer(mode)
   const results: Record<number, Measured> = {}
   const body = bulkBodies()
   try {
@@ -89,7 +59,7 @@ model and the current time into it per request (bench/common.ts \`bulkBodies\`),
 cores, spends little CPU; "client CPU" is the generator process's CPU per accepted event (bodies and HTTP client).
 "ceiling" is the same program (auth, rate limit, JSON parse, validation, normalisation) with a sink that
 discards events; ratio = events/s of the row ÷ ceiling events/s at the same request size. Servers run with
-\`${YOUNG_GENERATION}\` (docs/usage.md); in Kafka mode the producer runs on its own thread. Server CPU: all threads of
+\`${INTAKE_YOUNG_GENERATION}\` (docs/usage.md); in Kafka mode the producer runs on its own thread. Server CPU: all threads of
 the server process over the measured run ÷ events accepted; it moves less with other load on the machine than events/s.${process.env.KAFKA_BROKERS ? ` Kafka: ${process.env.KAFKA_BROKERS}, acks=all, idempotent producer.` : ' Kafka mode not measured (KAFKA_BROKERS unset).'}
 
 | mode | events/request | events/s accepted | p50 ms | p99 ms | ratio to ceiling | server CPU µs/event | client CPU µs/event | non-202 |

@@ -1,12 +1,12 @@
-// A CSV export as a streamed HTTP response: a header record and rows (core/csv.ts) written as they come, in chunks,
-// never the whole result in memory.
+// A CSV export as a streamed HTTP response: a header record, then rows written through core/csv.ts, or CSV that
+// ClickHouse wrote, passed through; in pieces as they come, never the whole result in memory.
 //
-// - The first row is read before anything is sent: a failure there (bad input found late, an engine error) is the
+// - The first piece is read before anything is sent: a failure there (bad input found late, an engine error) is the
 //   usual error body with its status. After the first byte a failure cuts the connection without the last chunk, so
 //   the client sees a broken transfer instead of a short file that looks whole.
-// - Backpressure: rows are pulled only as fast as the client reads (piped into the response).
-// - A client that disconnects aborts the signal handed to the row source, which stops its query (ClickHouse.streamRows
-//   stops at once on the reader's side and between chunks on chDB's).
+// - Backpressure: pieces are pulled only as fast as the client reads (piped into the response, one piece ahead).
+// - A client that disconnects aborts the signal handed to the source, which stops its query (ClickHouse.streamRows
+//   and streamCsv stop at once on the reader's side and between chunks on chDB's).
 import { Readable } from 'node:stream'
 import type { Context } from 'koa'
 import { csvHeader, csvWriter, type CsvColumn, type CsvValue } from '../core/csv.ts'
