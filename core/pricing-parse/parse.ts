@@ -1,4 +1,5 @@
 // A plain-language pricing description → a configuration ready to create (config.ts), without a model.
+// One file (over 400 lines) because it is one grammar: the phrase rules share the segment state they build.
 //
 // The description is cut into segments (sentences, ";", lines) and each segment into phrases (",", "and",
 // "or", "then", "plus", "with", "includes"). A segment may name its plan ("Pro: …", "The Pro plan …",

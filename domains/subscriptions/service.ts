@@ -2,7 +2,7 @@
 // snapshotted from the plan's prices, periods from core/periods.ts, and the changes that stay inside
 // this domain. Reads are read.ts's, activation activation.ts's; cancellation and quantity changes are
 // settled by invoices, so they live in invoicing/changes/. Every change writes subscription.* to the
-// outbox in its transaction.
+// outbox in its transaction. Over 400 lines: creation's rules 1–5 are one transaction that reads best whole.
 import { moneyAmount } from '../../core/billing/amounts.ts'
 import { invalidOperation, validationError } from '../../core/errors.ts'
 import { parseDecimal, type Decimal } from '../../core/money.ts'

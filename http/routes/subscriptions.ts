@@ -1,3 +1,6 @@
+// Subscription routes: one per operation the spec and Flexprice's SDK name (CRUD, search, activation, cancel,
+// modify, phases, addons, line items, usage, entitlements). Over 400 lines because each route's schema sits beside
+// its handler; splitting them by verb would scatter one resource's wire contract over files.
 import { BILLING_PERIODS } from '../../core/periods.ts'
 import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'

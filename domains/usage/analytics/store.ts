@@ -1,6 +1,7 @@
 // ClickHouse reads of usage analytics (docs/analytics.md): usage and event counts of meters grouped by source, by
 // customer and by window, for one customer, some, or the whole environment; the same grouped by event properties from
-// raw rows; and streams of those groups and of raw events for CSV exports.
+// raw rows; and streams of those groups and of raw events for CSV exports. Over 400 lines: the pages and the
+// streams share one statement builder, which keeps their numbers equal.
 //
 // Exact like the usage-by-meter query: window and bucket boundaries come from core/periods (slices), each source of
 // rows reads whole units no boundary cuts (core/analytics/sources), raw rows take the rest, and values are computed
