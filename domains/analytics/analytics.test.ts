@@ -351,3 +351,27 @@ describe('include_children', () => {
     expect(family.items[0].subscription_id).toBeNull()
   })
 })
+
+describe('MAX and LATEST meters', () => {
+  it("price the running value: a window costs what the period's maximum or latest value added (or took back)", async () => {
+    const seatsMeter = await readyMeter(h, { name: 'seats', event_name: 'seats', aggregation: { type: 'MAX', field: 'n' } })
+    const storageMeter = await readyMeter(h, { name: 'storage', event_name: 'storage', aggregation: { type: 'LATEST', field: 'gb' } })
+    const seats = (await created(h, '/v1/features', { name: 'Seats', type: 'metered', meter_id: seatsMeter })).id
+    const storage = (await created(h, '/v1/features', { name: 'Storage', type: 'metered', meter_id: storageMeter })).id
+    const p = await plan(h, { prices: [usagePrice(seatsMeter, '2.00'), usagePrice(storageMeter, '1.00')] })
+    const c = await customer(h)
+    await subscribed(h, { customer_id: c.id, plan_id: p.id, collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' })
+    await sendEvents(c.external_id, 'seats', 'app', '2024-04-02T10:00:00Z', 1, { n: 3 })
+    await sendEvents(c.external_id, 'seats', 'app', '2024-04-10T10:00:00Z', 1, { n: 5 })
+    await sendEvents(c.external_id, 'seats', 'app', '2024-04-20T10:00:00Z', 1, { n: 4 })
+    await sendEvents(c.external_id, 'storage', 'app', '2024-04-05T10:00:00Z', 1, { gb: 10 })
+    await sendEvents(c.external_id, 'storage', 'app', '2024-04-25T10:00:00Z', 1, { gb: 7 })
+    const r = await ok({ external_customer_id: c.external_id, feature_ids: [seats, storage], window_size: 'DAY' })
+    const costs = (feature: string) => r.items.find((i: any) => i.feature_id === feature).points.filter((x: any) => x.cost !== '0').map((x: any) => [x.timestamp.slice(0, 10), x.cost])
+    // Seats: the maximum of April is 5 × 2.00 = 10.00: 3 seats on 2 April (6.00), 5 on 10 April (+4.00), 4 on 20 April (+0).
+    expect(costs(seats)).toEqual([['2024-04-02', '6'], ['2024-04-10', '4']])
+    // Storage: the latest value is billed: 10 GB on 5 April (10.00), then 7 GB on 25 April (−3.00): 7.00.
+    expect(costs(storage)).toEqual([['2024-04-05', '10'], ['2024-04-25', '-3']])
+    expect(r.total_cost).toBe('17')
+  })
+})

@@ -112,9 +112,12 @@ function unitsOf(ctx: BillingContext, q: CostQuery, windowEnds: Date[]): PeriodU
   return units
 }
 
-const NON_DERIVABLE = new Set(['COUNT_UNIQUE', 'AVG', 'WEIGHTED_SUM'])
+// Read to each instant rather than run up from windows: COUNT_UNIQUE, AVG and WEIGHTED_SUM do not follow from window
+// values, and MIN and LATEST need to know which windows had events, which the usage read's windows do not say (a MAX
+// over non-negative usage — priced usage is never negative — runs up the same with or without the empty windows).
+const NON_DERIVABLE = new Set(['COUNT_UNIQUE', 'AVG', 'WEIGHTED_SUM', 'MIN', 'LATEST'])
 
-/** A usage result's value as cumulativeUsage reads it per window: a group_by meter's groups each, added up. */
+/** Usage up to each window's end run up from the windows (cumulativeUsage): a group_by meter's groups each, added up. */
 function runningUsage(meter: Meter, opening: UsageResult | undefined, windows: UsageResult): Decimal[] {
   const groups = new Set<string>([...windows.results.flatMap((w) => [...w.groups.keys()]), ...(opening?.results[0]?.groups.keys() ?? [])])
   const keys = groups.size === 0 ? [undefined] : [...groups]
