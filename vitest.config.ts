@@ -11,6 +11,7 @@ const SERVER_PATH = [
   'ingest/ingest.test.ts',
   'domains/usage/queries/usage.test.ts',
   'domains/usage/analytics/**/*.test.ts',
+  'domains/analytics/**/*.test.ts',
   'domains/invoicing/invoices/billing-run.test.ts',
   'infra/clickhouse-stream.test.ts',
   'domains/usage/events/export.test.ts',

@@ -15,11 +15,12 @@ import { usageBreakdown } from '../domains/usage/analytics/store.ts'
 import { meterUsage } from '../domains/usage/queries/service.ts'
 import { startRoles } from '../roles.ts'
 import { benchDataDir, fmt, percentile, report } from './common.ts'
+import { loadMarch } from './march-events.ts'
 
 const N = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000)
 const CUSTOMERS = 10
 const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 100)
-const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('analytics'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' }
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('analytics'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0', METRICS_PORT: 'off' }
 const running = await startRoles(loadConfig(env), ['api'])
 const { deps } = running
 const tenant = running.bootstrap!
@@ -37,29 +38,13 @@ for (let i = 0; i < CUSTOMERS; i++) {
   await createSubscription(deps, actor, { customer_id: c.id, plan_id: plan.id, currency: 'USD', billing_period: 'MONTHLY', start_date: '2024-03-01T00:00:00Z' })
 }
 
-// N events over March 2024, CUSTOMERS customers, sources sdk-0..2, tokens 0..999, each with its meter row.
-const loadStart = performance.now()
-const month = 31 * 86_400_000
-for (let from = 0; from < N; from += 1_000_000) {
-  await deps.ch.client.command({
-    query: `INSERT INTO event_batches (kind, tenant_id, environment_id, id, external_customer_id, customer_id, event_name, source,
-        timestamp, received_at, properties, reason, expires_at, meter_ids, revisions, meter_values, group_values, unique_values)
-      SELECT 'stored', {t:String}, {e:String}, concat('a', toString(number)), concat('cust-', toString(number % ${CUSTOMERS})), '', 'api.call',
-        concat('sdk-', toString(intDiv(number, ${CUSTOMERS}) % 3)),
-        fromUnixTimestamp64Milli(toInt64(1709251200000 + intDiv(number * ${month}, ${N})), 'UTC'), now64(3), concat('{"tokens":', toString(number % 1000), '}'),
-        '', now() + INTERVAL 35 DAY, [{m:String}], [toUInt32(1)], [toDecimal128(number % 1000, 12)], [''], ['']
-      FROM numbers(${from}, ${Math.min(1_000_000, N - from)})`,
-    query_params: { t: scope.tenantId, e: scope.environmentId, m: meter.id },
-    clickhouse_settings: { max_insert_block_size: '1000000' },
-  })
-}
-const loadSeconds = (performance.now() - loadStart) / 1000
-for (;;) {
-  const rs = await deps.ch.client.query({ query: 'SELECT count() AS n FROM system.merges', format: 'JSONEachRow' })
-  if (Number(((await rs.json()) as { n: string }[])[0].n) === 0) break
-  await new Promise((r) => setTimeout(r, 500))
-}
-for (const table of ['meter_usage_1m', 'meter_usage_1h', 'meter_usage_1d', 'meter_usage_by_source_1h', 'meter_usage_by_source_env_1h']) await deps.ch.client.command({ query: `OPTIMIZE TABLE ${table} FINAL` })
+const loadSeconds = await loadMarch(deps.ch, scope, {
+  meterId: meter.id,
+  events: N,
+  customers: CUSTOMERS,
+  sources: 3,
+  tables: ['meter_usage_1m', 'meter_usage_1h', 'meter_usage_1d', 'meter_usage_by_source_1h', 'meter_usage_by_source_env_1h'],
+})
 
 const start = new Date('2024-03-01T00:00:00Z')
 const end = new Date('2024-04-01T00:00:00Z')

@@ -7,6 +7,7 @@ import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
 import { meterUsage } from '../domains/usage/queries/service.ts'
 import { startRoles } from '../roles.ts'
 import { benchDataDir, fmt, percentile, report } from './common.ts'
+import { loadMarch } from './march-events.ts'
 
 const N = Number(process.env.BENCH_QUERY_EVENTS ?? 10_000_000)
 const CUSTOMERS = 10
@@ -23,30 +24,7 @@ const meter = await createMeter(deps, { ...scope, keyId: 'bench', roles: ['admin
 while ((await getMeter(deps, scope, meter.id)).ready_revision === 0) await new Promise((r) => setTimeout(r, 200))
 
 // N events over March 2024 (31 days), CUSTOMERS customers, tokens 0..999, each with its meter row.
-const loadStart = performance.now()
-const month = 31 * 86_400_000
-for (let from = 0; from < N; from += 1_000_000) {
-  await deps.ch.client.command({
-    query: `INSERT INTO event_batches (kind, tenant_id, environment_id, id, external_customer_id, customer_id, event_name, source,
-        timestamp, received_at, properties, reason, expires_at, meter_ids, revisions, meter_values, group_values, unique_values)
-      SELECT 'stored', {t:String}, {e:String}, concat('q', toString(number)), concat('cust-', toString(number % ${CUSTOMERS})), '', 'api.call', '',
-        fromUnixTimestamp64Milli(toInt64(1709251200000 + intDiv(number * ${month}, ${N})), 'UTC'), now64(3), concat('{"tokens":', toString(number % 1000), '}'),
-        '', now() + INTERVAL 35 DAY, [{m:String}], [toUInt32(1)], [toDecimal128(number % 1000, 12)], [''], ['']
-      FROM numbers(${from}, ${Math.min(1_000_000, N - from)})`,
-    query_params: { t: scope.tenantId, e: scope.environmentId, m: meter.id },
-    clickhouse_settings: { max_insert_block_size: '1000000' },
-  })
-}
-const loadSeconds = (performance.now() - loadStart) / 1000
-// Time the steady state: background merges of the fresh parts would compete for the two cores.
-for (;;) {
-  const rs = await deps.ch.client.query({ query: 'SELECT count() AS n FROM system.merges', format: 'JSONEachRow' })
-  if (Number(((await rs.json()) as { n: string }[])[0].n) === 0) break
-  await new Promise((r) => setTimeout(r, 500))
-}
-// A month of past usage has long been merged in a running system. Merged now, the rollups' fresh parts do not
-// start merging in the middle of the timing (they did, a minute after the load, once no merge was running).
-for (const table of ['meter_usage_1m', 'meter_usage_1h', 'meter_usage_1d']) await deps.ch.client.command({ query: `OPTIMIZE TABLE ${table} FINAL` })
+const loadSeconds = await loadMarch(deps.ch, scope, { meterId: meter.id, events: N, customers: CUSTOMERS, sources: 0, tables: ['meter_usage_1m', 'meter_usage_1h', 'meter_usage_1d'] })
 
 interface Case {
   label: string

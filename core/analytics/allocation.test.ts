@@ -145,6 +145,9 @@ describe('periodCosts: the usage lines of one billing period priced together', (
     expect(r.costs.map(text)).toEqual([['5', '8'], ['3', '6']])
     expect(text(r.amounts)).toEqual(['13', '9'])
     expect(r.commitment!.map((c) => [c.utilized.toFixed(), c.overage.toFixed()])).toEqual([['10', '3'], ['0', '9']])
+    // Per window: A used 5.00 of the commitment, then 5.00 more and went 3.00 over; B 3.00, then gave back 3.00 to billing 9.00 over it.
+    expect(r.commitmentWindows!.utilized.map(text)).toEqual([['5', '5'], ['3', '-3']])
+    expect(r.commitmentWindows!.overage.map(text)).toEqual([['0', '3'], ['0', '9']])
   })
 
   it('a read starting mid-period: the allowance is used by the usage before it', () => {

@@ -138,6 +138,8 @@ export interface PeriodCosts {
   /** What each line's amount is at the last instant, with its commitment_info at that instant (null without a commitment). */
   amounts: Decimal[]
   commitment: { utilized: Decimal; overage: Decimal }[] | null
+  /** With a commitment, [line][window]: what each window adds to each line's utilized and overage amounts (they add up to `costs`). */
+  commitmentWindows: { utilized: Decimal[][]; overage: Decimal[][] } | null
 }
 
 /**
@@ -159,17 +161,23 @@ export function periodCosts(cumulative: readonly (readonly Decimal[])[], pricing
       lines: pricing.lines.map((l, k) => ({ price_type: 'USAGE' as const, quantity: new D(cumulative[k][i]), price: l.price, allowance: l.allowance ?? null })),
       commitments: pricing.commitment ? [{ commitment: pricing.commitment, line_indexes: pricing.lines.map((_, k) => k), display_name: 'true-up' }] : [],
     }).line_items
-  const amounts = Array.from({ length: instants }, (_, i) => at(i))
-  const costs = pricing.lines.map((_, k) =>
-    amounts.slice(1).map((items, i) => {
-      const d = items[k].amount.minus(i === 0 && fresh[k] ? 0 : amounts[i][k].amount)
-      return d.isZero() ? new D(0) : d
-    }),
-  )
-  const last = amounts[instants - 1] ?? []
+  const items = Array.from({ length: instants }, (_, i) => at(i))
+  type Item = (typeof items)[number][number]
+  // Each line's windows: a value at each window's end minus the value at its start (nothing before a fresh line).
+  const windows = (value: (item: Item) => Decimal) =>
+    pricing.lines.map((_, k) =>
+      items.slice(1).map((end, i) => {
+        const d = value(end[k]).minus(i === 0 && fresh[k] ? 0 : value(items[i][k]))
+        return d.isZero() ? new D(0) : d
+      }),
+    )
+  const last = items[instants - 1] ?? []
+  const utilized = (item: Item) => item.commitment_info!.computed_commitment_utilized_amount
+  const overage = (item: Item) => item.commitment_info!.computed_overage_amount
   return {
-    costs,
+    costs: windows((item) => item.amount),
     amounts: pricing.lines.map((_, k) => last[k]?.amount ?? new D(0)),
-    commitment: pricing.commitment ? pricing.lines.map((_, k) => ({ utilized: last[k].commitment_info!.computed_commitment_utilized_amount, overage: last[k].commitment_info!.computed_overage_amount })) : null,
+    commitment: pricing.commitment ? pricing.lines.map((_, k) => ({ utilized: utilized(last[k]), overage: overage(last[k]) })) : null,
+    commitmentWindows: pricing.commitment ? { utilized: windows(utilized), overage: windows(overage) } : null,
   }
 }

@@ -17,7 +17,7 @@ import { leaveMidExport } from '../../test/exports.ts'
 
 let h: Harness
 const clock = fixedClock('2024-04-30T00:00:00Z')
-const ids = {} as Record<'calls' | 'tokens' | 'images' | 'callsMeter' | 'tokensMeter' | 'imagesMeter' | 'a' | 'b' | 'subA' | 'subB', string>
+const ids = {} as Record<'calls' | 'tokens' | 'images' | 'callsMeter' | 'tokensMeter' | 'imagesMeter' | 'a' | 'b' | 'subA' | 'subB' | 'callsPlan', string>
 const april = { start_time: '2024-04-01T00:00:00Z', end_time: '2024-05-01T00:00:00Z' }
 
 async function sendEvents(customerId: string, name: string, source: string, at: string, count: number, props: Record<string, unknown> = {}) {
@@ -57,6 +57,7 @@ beforeAll(async () => {
   })
   await created(h, '/v1/entitlements', { plan_id: full.id, feature_id: ids.calls, feature_type: 'metered', usage_limit: 100, is_soft_limit: true, usage_reset_period: 'MONTHLY' })
   const callsOnly = await plan(h, { prices: [usagePrice(ids.callsMeter, '0.10', { display_name: 'API calls' })] })
+  ids.callsPlan = callsOnly.id
   const a = await customer(h, { name: 'Acme, "the" company', metadata: { tier: '=gold', region: 'eu' } })
   const b = await customer(h)
   ids.a = a.external_id
@@ -132,7 +133,16 @@ describe('one customer, April, by source', () => {
       [{ model: 'small' }, '900', '1.4'],
     ])
     const small = await ok({ external_customer_id: ids.a, feature_ids: [ids.tokens], property_filters: { model: ['small'] } })
-    expect(small.items.map((i: any) => i.total_usage)).toEqual(['900'])
+    // Filtered, the groups cost their share of the line: small's 900 of 1800 tokens, half of 2.80.
+    expect(small.items.map((i: any) => [i.total_usage, i.total_cost])).toEqual([['900', '1.4']])
+    expect(small.total_cost).toBe('1.4')
+  })
+
+  it('a source filter: the source costs its share of the line, not the line', async () => {
+    const web = await ok({ external_customer_id: ids.a, feature_ids: [ids.calls], sources: ['web'] })
+    // 100 of the 250 calls: 15.00 × 100 / 250.
+    expect(web.items.map((i: any) => [i.total_usage, i.total_cost])).toEqual([['100', '6']])
+    expect(web.total_cost).toBe('6')
   })
 
   it('expands the feature, meter, price, plan and line item', async () => {
@@ -151,6 +161,12 @@ describe('a commitment, the whole environment and pages', () => {
     const r = await ok({ external_customer_id: ids.b })
     expect(r.items.map((i: any) => [i.feature_id, i.total_usage, i.total_cost])).toEqual([[ids.calls, '700', '90']])
     expect(r.items[0].commitment_info).toMatchObject({ amount: '50', overage_factor: '2', true_up_enabled: true, computed_commitment_utilized_amount: '50', computed_overage_amount: '40' })
+    // Per day: 8 April holds all of it; the true-up is a line of its own, never a point's.
+    const daily = await ok({ external_customer_id: ids.b, window_size: 'DAY' })
+    const busy = daily.items[0].points.filter((p: any) => p.cost !== '0')
+    expect(busy).toEqual([
+      { timestamp: '2024-04-08T00:00:00.000Z', usage: '700', cost: '90', event_count: 700, computed_commitment_utilized_amount: '50', computed_overage_amount: '40', computed_true_up_amount: '0' },
+    ])
   })
 
   it('the whole environment: both customers’ lines, split by source by largest remainder', async () => {
@@ -197,6 +213,12 @@ describe('the CSV export', () => {
       ]),
     )
     expect(body).toHaveLength(3)
+  })
+
+  it('a source filter: each row costs its share of its customer’s window', async () => {
+    const rows = await exported({ feature_ids: [ids.calls], sources: ['web'], window_size: 'DAY' })
+    // Only A's web calls of 12 April remain; that day's 10.00 was all theirs.
+    expect(rows.slice(1).map((r) => [r[0], r[2], r[9], r[11]])).toEqual([['2024-04-12T00:00:00.000Z', ids.a, '100', '10']])
   })
 
   it('property columns, and one customer only', async () => {
@@ -309,5 +331,47 @@ describe('bad input and scoping', () => {
     expect(r.body.message).toMatch(/EUR, USD/)
     // One customer's answer stays in its currency.
     expect((await ok({ external_customer_id: c.external_id, feature_ids: [ids.calls] })).currency).toBe('EUR')
+  })
+})
+
+describe('include_children', () => {
+  it("rolls in the usage and lines of the customer's child subscriptions", async () => {
+    const common = { plan_id: ids.callsPlan, collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' }
+    const parent = await customer(h)
+    const child = await customer(h)
+    const parentSub = await subscribed(h, { customer_id: parent.id, ...common })
+    await subscribed(h, { customer_id: child.id, parent_subscription_id: parentSub.id, ...common })
+    await sendEvents(parent.external_id, 'api_call', 'sdk', '2024-04-20T10:00:00Z', 10)
+    await sendEvents(child.external_id, 'api_call', 'sdk', '2024-04-21T10:00:00Z', 40)
+    // The parent alone: 10 calls, 1.00; with its child's 40 calls on the child's own line at 0.10: 5.00.
+    const alone = await ok({ external_customer_id: parent.external_id, feature_ids: [ids.calls] })
+    expect(alone.items.map((i: any) => [i.total_usage, i.total_cost])).toEqual([['10', '1']])
+    const family = await ok({ external_customer_id: parent.external_id, feature_ids: [ids.calls], include_children: true })
+    expect(family.items.map((i: any) => [i.total_usage, i.event_count, i.total_cost])).toEqual([['50', 50, '5']])
+    expect(family.items[0].subscription_id).toBeNull()
+  })
+})
+
+describe('MAX and LATEST meters', () => {
+  it("price the running value: a window costs what the period's maximum or latest value added (or took back)", async () => {
+    const seatsMeter = await readyMeter(h, { name: 'seats', event_name: 'seats', aggregation: { type: 'MAX', field: 'n' } })
+    const storageMeter = await readyMeter(h, { name: 'storage', event_name: 'storage', aggregation: { type: 'LATEST', field: 'gb' } })
+    const seats = (await created(h, '/v1/features', { name: 'Seats', type: 'metered', meter_id: seatsMeter })).id
+    const storage = (await created(h, '/v1/features', { name: 'Storage', type: 'metered', meter_id: storageMeter })).id
+    const p = await plan(h, { prices: [usagePrice(seatsMeter, '2.00'), usagePrice(storageMeter, '1.00')] })
+    const c = await customer(h)
+    await subscribed(h, { customer_id: c.id, plan_id: p.id, collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' })
+    await sendEvents(c.external_id, 'seats', 'app', '2024-04-02T10:00:00Z', 1, { n: 3 })
+    await sendEvents(c.external_id, 'seats', 'app', '2024-04-10T10:00:00Z', 1, { n: 5 })
+    await sendEvents(c.external_id, 'seats', 'app', '2024-04-20T10:00:00Z', 1, { n: 4 })
+    await sendEvents(c.external_id, 'storage', 'app', '2024-04-05T10:00:00Z', 1, { gb: 10 })
+    await sendEvents(c.external_id, 'storage', 'app', '2024-04-25T10:00:00Z', 1, { gb: 7 })
+    const r = await ok({ external_customer_id: c.external_id, feature_ids: [seats, storage], window_size: 'DAY' })
+    const costs = (feature: string) => r.items.find((i: any) => i.feature_id === feature).points.filter((x: any) => x.cost !== '0').map((x: any) => [x.timestamp.slice(0, 10), x.cost])
+    // Seats: the maximum of April is 5 × 2.00 = 10.00: 3 seats on 2 April (6.00), 5 on 10 April (+4.00), 4 on 20 April (+0).
+    expect(costs(seats)).toEqual([['2024-04-02', '6'], ['2024-04-10', '4']])
+    // Storage: the latest value is billed: 10 GB on 5 April (10.00), then 7 GB on 25 April (−3.00): 7.00.
+    expect(costs(storage)).toEqual([['2024-04-05', '10'], ['2024-04-25', '-3']])
+    expect(r.total_cost).toBe('17')
   })
 })

@@ -37,6 +37,8 @@ export interface MeterCost {
   lines: LineItemRow[]
   /** With exactly one subscription with a commitment: its terms and how the meter's lines met it at the range's end. */
   commitment: { amount: string; overage_factor: string | null; true_up_enabled: boolean; utilized: Decimal; overage: Decimal } | null
+  /** With a commitment: what each window adds to the lines' amounts within it (utilized) and over it (overage). */
+  commitmentWindows: { utilized: Decimal[]; overage: Decimal[] } | null
 }
 
 export interface Costs {
@@ -75,7 +77,8 @@ async function subscriptionsOf(deps: Deps, scope: Scope, customerIds: string[] |
       params: { limit: 1000, offset, sort: 'created_at', order: 'asc', status: 'published', metadata: {} },
       filters: customerIds ? { customer_ids: customerIds } : {},
     })
-    all.push(...page.items)
+    // A draft bills nothing (the billing run skips it).
+    all.push(...page.items.filter((s) => s.subscription_status !== 'draft'))
     if (offset + 1000 >= page.pagination.total) return all
   }
 }
@@ -109,9 +112,12 @@ function unitsOf(ctx: BillingContext, q: CostQuery, windowEnds: Date[]): PeriodU
   return units
 }
 
-const NON_DERIVABLE = new Set(['COUNT_UNIQUE', 'AVG', 'WEIGHTED_SUM'])
+// Read to each instant rather than run up from windows: COUNT_UNIQUE, AVG and WEIGHTED_SUM do not follow from window
+// values, and MIN and LATEST need to know which windows had events, which the usage read's windows do not say (a MAX
+// over non-negative usage — priced usage is never negative — runs up the same with or without the empty windows).
+const NON_DERIVABLE = new Set(['COUNT_UNIQUE', 'AVG', 'WEIGHTED_SUM', 'MIN', 'LATEST'])
 
-/** A usage result's value as cumulativeUsage reads it per window: a group_by meter's groups each, added up. */
+/** Usage up to each window's end run up from the windows (cumulativeUsage): a group_by meter's groups each, added up. */
 function runningUsage(meter: Meter, opening: UsageResult | undefined, windows: UsageResult): Decimal[] {
   const groups = new Set<string>([...windows.results.flatMap((w) => [...w.groups.keys()]), ...(opening?.results[0]?.groups.keys() ?? [])])
   const keys = groups.size === 0 ? [undefined] : [...groups]
@@ -177,7 +183,7 @@ async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUn
 export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promise<Costs> {
   const windows = queryWindows(q.start, q.end, q.windowSize, q.calendar)
   const subs = await subscriptionsOf(deps, scope, q.customerIds)
-  const contexts = subs.length === 0 ? new Map() : await loadContexts(deps, scope, subs)
+  const contexts = subs.length === 0 ? new Map() : await loadContexts(deps, scope, subs, { usagePricing: true })
   const units = [...contexts.values()].flatMap((ctx) => unitsOf(ctx, q, windows.slice(0, -1).map((w) => w.end)))
   const currencies = [...new Set(units.map((u) => u.ctx.sub.currency))].sort()
   if (currencies.length > 1) {
@@ -187,7 +193,7 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
   const meters = new Map<string, MeterCost>()
   const costOf = (meterId: string) => {
     let m = meters.get(meterId)
-    if (!m) meters.set(meterId, (m = { windows: windows.map(() => new D(0)), customers: new Map(), lines: [], commitment: null }))
+    if (!m) meters.set(meterId, (m = { windows: windows.map(() => new D(0)), customers: new Map(), lines: [], commitment: null, commitmentWindows: null }))
     return m
   }
   const committed = new Set<string>()
@@ -204,14 +210,17 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
       if (!m.lines.some((l) => l.id === c.row.id)) m.lines.push(c.row)
       let own = m.customers.get(c.customer)
       if (!own) m.customers.set(c.customer, (own = windows.map(() => new D(0))))
+      const windowAt = unit.instants.slice(0, -1).map((t) => windows.findIndex((x) => x.start <= t && t < x.end))
       priced.costs[k].forEach((cost, i) => {
-        const w = windows.findIndex((x) => x.start <= unit.instants[i] && unit.instants[i] < x.end)
-        m.windows[w] = m.windows[w].plus(cost)
-        own[w] = own[w].plus(cost)
+        m.windows[windowAt[i]] = m.windows[windowAt[i]].plus(cost)
+        own[windowAt[i]] = own[windowAt[i]].plus(cost)
       })
-      if (commitment && priced.commitment) {
+      if (commitment && priced.commitment && priced.commitmentWindows) {
         committed.add(sub.id)
         m.commitment = { amount: commitment.amount, overage_factor: commitment.overage_factor ?? null, true_up_enabled: commitment.true_up_enabled ?? false, ...priced.commitment[k] }
+        const cw = (m.commitmentWindows ??= { utilized: windows.map(() => new D(0)), overage: windows.map(() => new D(0)) })
+        priced.commitmentWindows.utilized[k].forEach((v, i) => (cw.utilized[windowAt[i]] = cw.utilized[windowAt[i]].plus(v)))
+        priced.commitmentWindows.overage[k].forEach((v, i) => (cw.overage[windowAt[i]] = cw.overage[windowAt[i]].plus(v)))
       }
     })
   }

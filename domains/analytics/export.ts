@@ -3,7 +3,6 @@
 // of a meter together). Each row's cost is the customer's cost of that meter and window (costs.ts, computed before the
 // first row) split over the customer's rows of the window by usage (allocateByUsage): the rows add up to the
 // customer's line amounts. Memory holds one customer's rows of one meter, the customers met, and the costs.
-import { allocateByUsage } from '../../core/analytics/allocation.ts'
 import type { CsvColumn, CsvValue } from '../../core/csv.ts'
 import { AppError } from '../../core/errors.ts'
 import { D, type Decimal } from '../../core/money.ts'
@@ -11,7 +10,7 @@ import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { findCustomerByExternalId, type CustomerRow } from '../customers/service.ts'
 import { streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
-import { breakdownKeys, costsOf, resolveRequest, windowsOf, type AnalyticsRequest } from './service.ts'
+import { breakdownKeys, costsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest } from './service.ts'
 
 export interface AnalyticsExportRequest extends AnalyticsRequest {
   /** Customer metadata keys, one column each. */
@@ -59,6 +58,8 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
       if (resolved.meters.length === 0) return
       const costs = await costsOf(deps, actor, r, resolved)
       const currency = costs.currency ?? ''
+      // Filtered rows cost their share of the customer's usage (kept per customer and window: grows with customers).
+      const unfiltered = isFiltered(r) && currency ? await unfilteredUsage(deps, resolved.query, true) : undefined
       const windows = windowsOf(r)
       const windowOf = new Map(windows.map((w, i) => [w.windowStart.getTime(), i]))
       const meters = new Map(resolved.meters.map((m) => [m.id, m]))
@@ -89,7 +90,11 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
             const w = windowOf.get(row.windowStart.getTime()) ?? 0
             byWindow.set(w, [...(byWindow.get(w) ?? []), row])
           }
-          for (const [w, list] of byWindow) allocateByUsage(perWindow[w], list.map((x) => new D(x.usage).abs()), currency).forEach((v, k) => cost.set(list[k], v))
+          const all = unfiltered?.get(`${meter.id}|${externalId}`)
+          for (const [w, list] of byWindow) {
+            const [parts] = splitByUsage([perWindow[w]], list.map((x) => [new D(x.usage).abs()]), currency, unfiltered ? [all?.[w] ?? new D(0)] : undefined)
+            parts.forEach((v, k) => cost.set(list[k], v))
+          }
         }
         for (const feature of resolved.features.filter((f) => f.meter_id === meter.id)) {
           for (const row of rows) {

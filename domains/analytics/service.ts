@@ -46,6 +46,8 @@ interface AnalyticsPoint {
   usage: string
   cost: Decimal
   eventCount: number
+  /** With a subscription commitment: the window's cost within it and over it. */
+  commitment?: { utilized: Decimal; overage: Decimal }
 }
 
 export interface AnalyticsItem {
@@ -133,19 +135,63 @@ async function allGroups(read: (q: PropertyBreakdownQuery) => Promise<BreakdownP
   return groups
 }
 
-/** Each group's cost per window: its meter's cost of the window split over the meter's groups by their usage in it. */
-function groupCosts(groups: BreakdownGroup[], costs: Costs, windows: number): Map<string, Decimal[]> {
+/** What a group's windows are split: the cost, and with a commitment what is within it and over it. */
+interface GroupCosts {
+  cost: Decimal[]
+  commitment?: { utilized: Decimal[]; overage: Decimal[] }
+}
+
+/**
+ * A meter's per-window amounts split over its groups by their usage in each window (largest remainder). `all`: the
+ * meter's usage per window without the request's source and property filters; the usage the filters left out takes
+ * its share as one more group, not returned (the filtered groups cost their share, not the meter's whole cost).
+ */
+function splitOver(own: BreakdownGroup[], perWindow: Decimal[], currency: string, all?: Decimal[]): Decimal[][] {
+  const usages = own.map((g) => (g.points ? g.points.map((p) => new D(p.usage).abs()) : [new D(g.usage).abs()]))
+  const parts = splitByUsage(perWindow, usages, currency, all)
+  return own.map((_, k) => parts.map((window) => window[k]))
+}
+
+/**
+ * Amounts per window split over parts by their usage in each window (`usages[part][window]`), largest remainder;
+ * `all` (the usage per window without the request's filters) adds the usage the filters left out as one more part,
+ * whose share is dropped. Returns [window][part].
+ */
+export function splitByUsage(perWindow: Decimal[], usages: Decimal[][], currency: string, all?: Decimal[]): Decimal[][] {
+  return perWindow.map((amount, i) => {
+    const own = usages.map((u) => u[i])
+    const rest = all ? [D.max(0, all[i].abs().minus(own.reduce((a, b) => a.plus(b), new D(0))))] : []
+    return allocateByUsage(amount, [...own, ...rest], currency).slice(0, own.length)
+  })
+}
+
+/**
+ * Usage per meter (and customer, `byCustomer`) and window without the request's source and property filters: what a
+ * filtered group's share of its meter's cost is taken against. Keys `meterId|externalCustomerId`.
+ */
+export async function unfilteredUsage(deps: Deps, q: PropertyBreakdownQuery, byCustomer: boolean): Promise<Map<string, Decimal[]>> {
   const out = new Map<string, Decimal[]>()
+  const base = { scope: q.scope, meters: q.meters, externalCustomerIds: q.externalCustomerIds, start: q.start, end: q.end, windowSize: q.windowSize, billingAnchor: q.billingAnchor, timeZone: q.timeZone }
+  for (let offset = 0, total = 1; offset < total; offset += 1000) {
+    const page = await usageBreakdown(deps.ch, { ...base, groupBy: byCustomer ? ['external_customer_id'] : [], limit: 1000, offset })
+    total = page.total
+    for (const g of page.groups) out.set(`${g.meterId}|${g.externalCustomerId ?? ''}`, g.points ? g.points.map((p) => new D(p.usage)) : [new D(g.usage)])
+  }
+  return out
+}
+
+/** Each group's cost per window: its meter's cost of the window split over the meter's groups by their usage in it. */
+function groupCosts(groups: BreakdownGroup[], costs: Costs, unfiltered: Map<string, Decimal[]> | undefined): Map<string, GroupCosts> {
+  const out = new Map<string, GroupCosts>()
   const currency = costs.currency
   for (const [meterId, cost] of costs.meters) {
     const own = groups.filter((g) => g.meterId === meterId)
     if (own.length === 0 || !currency) continue
-    const parts = own.map(() => [] as Decimal[])
-    for (let i = 0; i < windows; i++) {
-      const usages = own.map((g) => new D(g.points ? g.points[i].usage : g.usage).abs())
-      allocateByUsage(cost.windows[i], usages, currency).forEach((c, k) => parts[k].push(c))
-    }
-    own.forEach((g, k) => out.set(groupKey(g), parts[k]))
+    const all = unfiltered && (unfiltered.get(`${meterId}|`) ?? cost.windows.map(() => new D(0)))
+    const parts = splitOver(own, cost.windows, currency, all)
+    const utilized = cost.commitmentWindows && splitOver(own, cost.commitmentWindows.utilized, currency, all)
+    const overage = cost.commitmentWindows && splitOver(own, cost.commitmentWindows.overage, currency, all)
+    own.forEach((g, k) => out.set(groupKey(g), { cost: parts[k], ...(utilized && overage ? { commitment: { utilized: utilized[k], overage: overage[k] } } : {}) }))
   }
   return out
 }
@@ -178,6 +224,9 @@ export function windowsOf(r: Pick<AnalyticsRequest, 'start' | 'end' | 'windowSiz
   if (windows.length > MAX_WINDOWS) throw validationError('window_size', `${windows.length} windows of ${r.windowSize} in the range; at most ${MAX_WINDOWS}: choose a larger window or a shorter range`)
   return windows
 }
+
+/** Filtered on sources or properties, the groups hold part of the usage the lines priced: they cost their share of it. */
+export const isFiltered = (r: AnalyticsRequest): boolean => r.sources !== undefined || Object.keys(r.propertyFilters ?? {}).length > 0
 
 /** What a request reads: its group_by keys, features and their ready meters, the customers, the breakdown query. */
 export interface Resolved {
@@ -230,14 +279,17 @@ export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsReque
   const [page, costs] = await Promise.all([read(q), costsOf(deps, actor, r, resolved)])
   const windows = windowsOf(r).length
   const priced = [...costs.meters.values()].some((m) => m.windows.some((c) => !c.isZero()))
-  const split = priced ? groupCosts(await allGroups(read, q, page), costs, windows) : new Map<string, Decimal[]>()
+  const filtered = isFiltered(r)
+  const unfiltered = priced && filtered ? await unfilteredUsage(deps, q, false) : undefined
+  const split = priced ? groupCosts(await allGroups(read, q, page), costs, unfiltered) : new Map<string, GroupCosts>()
   const meterById = new Map(meters.map((m) => [m.id, m]))
   const items: AnalyticsItem[] = []
   for (const g of page.groups) {
     const meter = meterById.get(g.meterId)!
     const cost = costs.meters.get(g.meterId)
     const line = cost?.lines.length === 1 ? cost.lines[0] : null
-    const perWindow = split.get(groupKey(g)) ?? Array.from({ length: windows }, () => new D(0))
+    const shares = split.get(groupKey(g))
+    const perWindow = shares?.cost ?? Array.from({ length: windows }, () => new D(0))
     for (const feature of features.filter((f) => f.meter_id === g.meterId)) {
       const group: Record<string, string | null> = { feature_id: feature.id }
       if (keys.includes('source')) group.source = g.source ?? null
@@ -254,11 +306,17 @@ export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsReque
         totalUsage: g.usage,
         totalCost: sumMoney(perWindow),
         commitment: cost?.commitment ?? null,
-        points: g.points?.map((p, i) => ({ timestamp: p.windowStart, usage: p.usage, cost: perWindow[i], eventCount: Number(p.eventCount) })),
+        points: g.points?.map((p, i) => ({
+          timestamp: p.windowStart,
+          usage: p.usage,
+          cost: perWindow[i],
+          eventCount: Number(p.eventCount),
+          ...(shares?.commitment && { commitment: { utilized: shares.commitment.utilized[i], overage: shares.commitment.overage[i] } }),
+        })),
         expanded: await expansions(deps, actor, r.expand, feature, meter, line),
       })
     }
   }
-  const totalCost = sumMoney([...costs.meters.values()].flatMap((m) => m.windows))
+  const totalCost = filtered ? sumMoney([...split.values()].flatMap((g) => g.cost)) : sumMoney([...costs.meters.values()].flatMap((m) => m.windows))
   return { currency: costs.currency ?? '', totalCost, items, pagination: { total: page.total, limit: r.limit, offset: r.offset } }
 }

@@ -111,7 +111,13 @@ const presentItem = (item: AnalyticsItem, currency: string, windowSize: WindowSi
       computed_overage_amount: c.overage,
     },
     window_size: windowSize ?? null,
-    points: item.points?.map((p) => ({ timestamp: p.timestamp, usage: p.usage, cost: p.cost, event_count: p.eventCount })),
+    points: item.points?.map((p) => ({
+      timestamp: p.timestamp,
+      usage: p.usage,
+      cost: p.cost,
+      event_count: p.eventCount,
+      ...(p.commitment && { computed_commitment_utilized_amount: p.commitment.utilized, computed_overage_amount: p.commitment.overage, computed_true_up_amount: new D(0) }),
+    })),
   }
 }
 

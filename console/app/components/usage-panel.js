@@ -5,7 +5,7 @@
 import { html, useEffect, useMemo, useState } from '../lib/html.js'
 import { useSession } from '../lib/session-context.js'
 import { useApi } from '../lib/use-api.js'
-import { CAPABILITIES, WINDOW_SIZES, exportRequest, loadUsage } from '../lib/usage-source.js'
+import { WINDOW_SIZES, exportRequest, loadUsage } from '../lib/usage-source.js'
 import { saveResponse } from '../lib/download.js'
 import { decimal } from '../lib/format.js'
 import { UsageChart } from './chart.js'
@@ -141,7 +141,6 @@ export function UsagePanel({ customer, initialMeasure }) {
       </label>
       <label>Group by property
         <input name="group_by" placeholder=${measure.meter?.aggregation.group_by ?? 'e.g. model'} value=${groupBy} onChange=${(e) => setGroupBy(e.currentTarget.value)} />
-        <small class="hint" title=${CAPABILITIES.pending}>source, feature: coming with analytics</small>
       </label>
       <button type="button" onClick=${downloadCsv} title="POST /v1/events/analytics/export">Download CSV</button>
     </form>
@@ -152,8 +151,8 @@ export function UsagePanel({ customer, initialMeasure }) {
       <div class="stat"><span>Events</span><strong data-stat="events" title=${events instanceof Error ? events.message : ''}>${
         events === undefined ? '…' : events instanceof Error ? 'unavailable' : decimal(events)
       }</strong></div>
-      <div class="stat"><span>Cost</span><strong data-stat="cost" title=${CAPABILITIES.pending}>${data?.cost ? decimal(data.cost) : '—'}</strong>
-        ${!CAPABILITIES.cost && html`<small class="hint">with analytics</small>`}</div>
+      <div class="stat"><span>Cost</span><strong data-stat="cost">${data?.cost ? data.cost : '—'}</strong>
+        ${!measure.featureId && html`<small class="hint">needs a feature</small>`}</div>
       <div class="stat"><span>Windows</span><strong>${data ? data.windows.length : '…'}</strong></div>
       ${live && html`<div class="stat live"><span>Refresh</span><strong>every 5 s${usage.loading ? ' ⟳' : ''}</strong></div>`}
     </div>

@@ -1,15 +1,9 @@
-// The usage chart's one data source. Today it reads POST /v1/events/usage/meter (a meter's windows)
-// and POST /v1/events/usage (raw events: counts, and grouping by a property); when
-// POST /v1/events/analytics lands, `loadUsage` is re-pointed there and `CAPABILITIES` opens the
-// group-bys and the cost that analytics answers. Pages only see the shape returned here:
+// The usage chart's one data source. A feature's usage (a meter a feature uses) comes from
+// POST /v1/events/analytics: its windows, grouped by a property, with event counts and cost. A meter
+// without a feature and an event name without a meter come from POST /v1/events/usage/meter and
+// POST /v1/events/usage (raw events: counts, and grouping by a property); they have no cost.
+// Pages only see the shape returned here:
 //   {windows: [ms], series: [{name, values: [number], total: "decimal"}], total, events, cost, unit}
-
-/** What this source can do; the controls offer only these (the rest are shown disabled, with why). */
-export const CAPABILITIES = {
-  groupBy: ['property'],
-  cost: false,
-  pending: 'needs POST /v1/events/analytics (coming): grouping by source or feature, and cost',
-}
 
 export const WINDOW_SIZES = ['MINUTE', '15MIN', '30MIN', 'HOUR', '3HOUR', '6HOUR', '12HOUR', 'DAY', 'WEEK', 'MONTH']
 
@@ -80,11 +74,44 @@ async function eventCount(api, q) {
   return (await api.post('/v1/events/usage', body)).value
 }
 
+/** A feature's usage from the analytics endpoint: one series per group, every window of the range. */
+async function analyticsUsage(api, q) {
+  const body = {
+    feature_ids: [q.measure.featureId],
+    ...rangeBody(q),
+    ...(q.groupBy ? { group_by: [`properties.${q.groupBy}`] } : {}),
+    limit: 1000,
+  }
+  const answer = await api.post('/v1/events/analytics', body)
+  if (answer.items.length === 0) return undefined
+  const windows = answer.items[0].points.map((p) => Date.parse(p.timestamp))
+  const series = answer.items.map((item) => {
+    const value = q.groupBy ? item.properties[q.groupBy] : null
+    return { name: q.groupBy ? (value === null ? '(none)' : value) : q.measure.meter.name, values: item.points.map((p) => Number(p.usage)), total: item.total_usage, sum: Number(item.total_usage) }
+  })
+  series.sort((x, y) => y.sum - x.sum)
+  const sumOf = (xs) => xs.reduce((s, v) => s + Number(v), 0)
+  return {
+    windows,
+    series: series.map(({ sum, ...s }) => s),
+    total: answer.items.length === 1 ? answer.items[0].total_usage : String(sumOf(answer.items.map((i) => i.total_usage))),
+    events: String(sumOf(answer.items.map((i) => i.event_count))),
+    cost: answer.currency ? `${answer.total_cost} ${answer.currency}` : null,
+    unit: answer.items[0].aggregation_type,
+    request: { path: '/v1/events/analytics', body },
+  }
+}
+
 /**
  * Loads the chart's data. `events` is a decimal string, or an ApiError when counting failed (shown as
- * such, the chart still drawn); `cost` is null until the source can price usage.
+ * such, the chart still drawn); `cost` is null without a feature (or without a priced subscription).
+ * A feature without usage in the range reads its meter's windows, so the chart still shows the range.
  */
 export async function loadUsage(api, q) {
+  if (q.measure.kind === 'meter' && q.measure.featureId) {
+    const fromAnalytics = await analyticsUsage(api, q)
+    if (fromAnalytics) return fromAnalytics
+  }
   const [path, body] = usageRequest(q)
   const [answer, events] = await Promise.all([api.post(path, body), eventCount(api, q).catch((err) => err)])
   const label = q.measure.kind === 'event' ? `${q.measure.eventName} (events)` : q.measure.meter.name
@@ -92,10 +119,7 @@ export async function loadUsage(api, q) {
   return { windows, series, total: answer.value, events, cost: null, unit: answer.type, request: { path, body } }
 }
 
-/**
- * The CSV export of the same selection, in the analytics request's shape (Flexprice's field names):
- * until the endpoint lands it answers 404, which the page shows. A meter is named by a feature using it.
- */
+/** The CSV export of the same selection (POST /v1/events/analytics/export). A meter is named by a feature using it. */
 export function exportRequest(q) {
   return [
     '/v1/events/analytics/export',
@@ -106,6 +130,7 @@ export function exportRequest(q) {
       end_time: q.end.toISOString(),
       window_size: q.windowSize,
       ...(q.groupBy ? { group_by: [`properties.${q.groupBy}`] } : {}),
+      format: 'csv',
     },
   ]
 }

@@ -71,10 +71,14 @@ async function lineItemsOf(deps: Deps, scope: Scope, ids: string[]): Promise<Lin
   return all
 }
 
-/** Contexts of many subscriptions of one scope, read in batches. */
-export async function loadContexts(deps: Deps, scope: Scope, subs: SubscriptionRow[]): Promise<Map<string, BillingContext>> {
+/**
+ * Contexts of many subscriptions of one scope, read in batches. `usagePricing`: only what prices a subscription's
+ * own usage lines (its lines, customers, allowances) — no children, coupons or taxes, which such a context must
+ * not be billed without (usage analytics reads it).
+ */
+export async function loadContexts(deps: Deps, scope: Scope, subs: SubscriptionRow[], opts: { usagePricing?: boolean } = {}): Promise<Map<string, BillingContext>> {
   const children = new Map<string, SubscriptionRow[]>()
-  for (const parent of subs.filter((s) => s.subscription_type === 'parent')) {
+  for (const parent of opts.usagePricing ? [] : subs.filter((s) => s.subscription_type === 'parent')) {
     const page = await listSubscriptions(deps, systemActor(scope), { params: everything(), filters: { parent_subscription_id: parent.id } })
     children.set(parent.id, page.items.filter(billedThroughParent))
   }
@@ -84,8 +88,8 @@ export async function loadContexts(deps: Deps, scope: Scope, subs: SubscriptionR
   const customers = new Map((await customerViews(deps.sql, scope, customerIds)).map((c) => [c.id, c]))
   const entityIds = [...new Set(lines.map((l) => l.entity_id))]
   const entitlements = await entitlementsOf(deps.sql, scope, entityIds)
-  const coupons = await associationsOf(deps.sql, scope, subs.map((s) => s.id))
-  const taxes = await taxResolver(deps.sql, scope, subs.map(taxTarget))
+  const coupons = opts.usagePricing ? [] : await associationsOf(deps.sql, scope, subs.map((s) => s.id))
+  const taxes: TaxResolver = opts.usagePricing ? () => [] : await taxResolver(deps.sql, scope, subs.map(taxTarget))
   const prices = await priceWindows(deps.sql, scope, lines.map((l) => l.price_id))
   return new Map(
     subs.map((sub) => [
