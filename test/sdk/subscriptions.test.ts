@@ -8,7 +8,7 @@ import { failure, sdk } from './client.ts'
 // Direct intake (no broker) and an immediate meter backfill: events are readable as soon as they are accepted.
 const t = twoTenants({ env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' } })
 let fp: Flexprice
-/** Usage of a new meter answers 503 until its backfill ran; the SDK retries 503 when asked to. */
+/** Usage of a new meter (and so a preview pricing it) answers 503 until its backfill ran; the SDK retries 503 when asked to. */
 const retrying = { retries: { strategy: 'backoff' as const, backoff: { initialInterval: 100, maxInterval: 500, exponent: 1.5, maxElapsedTime: 20_000 }, retryConnectionErrors: false } }
 
 const catalog = {} as { customerId: string; planId: string; addonId: string; featureId: string; meterId: string; subscribedAt: string }
@@ -65,7 +65,7 @@ describe('subscriptions', () => {
     expect(addons.map((a) => [a.addonId, a.addon?.lookupKey])).toEqual([[catalog.addonId, 'support']])
     expect((await fp.subscriptions.getSubscriptionUpcomingGrants(sub.id!)).items).toEqual([])
 
-    const preview = await fp.invoices.getInvoicePreview({ subscriptionId: sub.id! })
+    const preview = await fp.invoices.getInvoicePreview({ subscriptionId: sub.id! }, retrying)
     expect(preview).toMatchObject({ subscriptionId: sub.id, customerId: catalog.customerId, currency: 'USD' })
 
     const labelled = await fp.subscriptions.updateSubscription(sub.id!, { cancelAtPeriodEnd: true })
@@ -109,7 +109,7 @@ describe('addons and line items on a live subscription', () => {
     const withAddon = await fp.subscriptions.getSubscription(sub.id!)
     expect(withAddon.lineItems?.filter((l) => l.entityType === 'addon').map((l) => l.entityId)).toEqual([catalog.addonId])
     // Added a moment after the period began, with create_prorations: the rest of the period is billed next.
-    const lines = async () => (await fp.invoices.getInvoicePreview({ subscriptionId: sub.id! })).lineItems!.map((l) => [l.displayName, l.amount])
+    const lines = async () => (await fp.invoices.getInvoicePreview({ subscriptionId: sub.id! }, retrying)).lineItems!.map((l) => [l.displayName, l.amount])
     expect(await lines()).toContainEqual([expect.stringMatching(/^Remaining time on Support/), '5'])
 
     await fp.subscriptions.removeSubscriptionAddon({ addonAssociationId: added.id!, reason: 'not needed' })
