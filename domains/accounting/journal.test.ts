@@ -1,6 +1,7 @@
 // The journal over HTTP after a month of one customer's finance: credits given, an invoice paid partly by
 // them and the rest by transfer, a refund, an invoice voided. Every entry balances; the customer's
 // receivable nets to zero; each entry names its record.
+import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { customer } from '../../test/catalog.ts'
@@ -67,6 +68,17 @@ describe('GET /v1/accounting/journal', () => {
     expect(receivable).toBeCloseTo(0, 10)
     expect(mine[1]).toMatchObject({ id: `invoice:${inv.id}`, currency: 'USD', date: inv.finalized_at })
 
+    // The same as CSV, a row per line: the JSON's lines, in order, each entry balanced.
+    const csv = await h.http<string>('GET', '/v1/accounting/journal/export?start_time=2025-05-01T00:00:00Z&end_time=2025-06-01T00:00:00Z')
+    expect([csv.status, csv.headers.get('content-type')]).toEqual([200, 'text/csv; charset=utf-8'])
+    const [header, ...rows] = parse(csv.body) as string[][]
+    expect(header).toEqual(['entry_id', 'date', 'source_type', 'source_id', 'customer_id', 'currency', 'description', 'account', 'debit', 'credit'])
+    const lines = res.entries.flatMap((e: any) => e.lines.map((l: any) => [e.id, e.date, e.source_type, e.source_id, e.customer_id, e.currency, e.description, l.account, l.debit, l.credit]))
+    expect(rows).toEqual(lines)
+    const byEntry = new Map<string, number>()
+    for (const r of rows) byEntry.set(r[0], (byEntry.get(r[0]) ?? 0) + Number(r[8]) - Number(r[9]))
+    for (const [id, sum] of byEntry) expect(sum, id).toBeCloseTo(0, 10)
+
     // A range that holds none of it answers none of it.
     const before = await call(h, 'GET', '/v1/accounting/journal?start_time=2025-04-01T00:00:00Z&end_time=2025-05-01T00:00:00Z')
     expect(before.entries.filter((e: any) => e.customer_id === c.id)).toEqual([])
@@ -77,5 +89,8 @@ describe('GET /v1/accounting/journal', () => {
     expect([bad.status, bad.body.code, Object.keys(bad.body.details)]).toEqual([400, 'validation_error', ['end_time']])
     const missing = await h.http('GET', '/v1/accounting/journal?start_time=2025-05-02T00:00:00Z')
     expect([missing.status, missing.body.code]).toEqual([400, 'validation_error'])
+    // The CSV export refuses it the same way, as the JSON error body (nothing streamed yet).
+    const badCsv = await h.http('GET', '/v1/accounting/journal/export?start_time=2025-05-02T00:00:00Z&end_time=2025-05-01T00:00:00Z')
+    expect([badCsv.status, badCsv.body.code, Object.keys(badCsv.body.details)]).toEqual([400, 'validation_error', ['end_time']])
   })
 })
