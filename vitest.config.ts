@@ -3,14 +3,15 @@ import { SHIM_PORT } from './test/clickhouse-http/setup.ts'
 
 const ALL = ['core/**/*.test.ts', 'infra/**/*.test.ts', 'domains/**/*.test.ts', 'http/**/*.test.ts', 'ingest/**/*.test.ts', 'aggregator/**/*.test.ts', 'worker/**/*.test.ts', 'test/**/*.test.ts']
 // The files whose statements cover what the server path sends (inserts, id lookups, rollup and raw reads, streams,
-// migrations, a billing run), run again through @clickhouse/client's HTTP connection against the shim.
+// migrations, a billing run), run again through @clickhouse/client's HTTP connection against the shim. The breakdown
+// reads come through the analytics, invoice-usage and export files (breakdowns.test.ts, 75 s, runs embedded only).
 const SERVER_PATH = [
   'aggregator/insert-batch.test.ts',
   'aggregator/stored-rows.test.ts',
   'aggregator/breakdown-backfill.test.ts',
   'ingest/ingest.test.ts',
   'domains/usage/queries/usage.test.ts',
-  'domains/usage/analytics/**/*.test.ts',
+  'domains/invoicing/invoices/usage-analytics.test.ts',
   'domains/analytics/**/*.test.ts',
   'domains/invoicing/invoices/billing-run.test.ts',
   'infra/clickhouse-stream.test.ts',
