@@ -22,6 +22,7 @@ const VENDOR: Record<string, { pkg: string; file: string }> = {
   'htm.mjs': { pkg: 'htm', file: 'dist/htm.mjs' },
   'uPlot.esm.js': { pkg: 'uplot', file: 'dist/uPlot.esm.js' },
   'uPlot.min.css': { pkg: 'uplot', file: 'dist/uPlot.min.css' },
+  'decimal.mjs': { pkg: 'decimal.js', file: 'decimal.mjs' },
 }
 
 /** The console's own files by extension: anything else under console/ (a stray note, a map) is not served. */

@@ -4,6 +4,7 @@
 // POST /v1/events/usage (raw events: counts, and grouping by a property); they have no cost.
 // Pages only see the shape returned here:
 //   {windows: [ms], series: [{name, values: [number], total: "decimal"}], total, events, cost, unit}
+import Decimal from 'decimal.js'
 
 export const WINDOW_SIZES = ['MINUTE', '15MIN', '30MIN', 'HOUR', '3HOUR', '6HOUR', '12HOUR', 'DAY', 'WEEK', 'MONTH']
 
@@ -90,12 +91,13 @@ async function analyticsUsage(api, q) {
     return { name: q.groupBy ? (value === null ? '(none)' : value) : q.measure.meter.name, values: item.points.map((p) => Number(p.usage)), total: item.total_usage, sum: Number(item.total_usage) }
   })
   series.sort((x, y) => y.sum - x.sum)
-  const sumOf = (xs) => xs.reduce((s, v) => s + Number(v), 0)
+  // Exact sums of the API's decimal strings (0.1 + 0.2 is 0.3 here, as the page promises).
+  const sumOf = (xs) => xs.reduce((s, v) => s.plus(v), new Decimal(0)).toFixed()
   return {
     windows,
     series: series.map(({ sum, ...s }) => s),
-    total: answer.items.length === 1 ? answer.items[0].total_usage : String(sumOf(answer.items.map((i) => i.total_usage))),
-    events: String(sumOf(answer.items.map((i) => i.event_count))),
+    total: answer.items.length === 1 ? answer.items[0].total_usage : sumOf(answer.items.map((i) => i.total_usage)),
+    events: sumOf(answer.items.map((i) => i.event_count)),
     cost: answer.currency ? `${answer.total_cost} ${answer.currency}` : null,
     unit: answer.items[0].aggregation_type,
     request: { path: '/v1/events/analytics', body },
