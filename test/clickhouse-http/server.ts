@@ -12,6 +12,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Session } from 'chdb'
+import { sqlString } from '../../infra/ch-literals.ts'
 
 /** URL parameters of ClickHouse's HTTP interface that are not settings. */
 const NOT_SETTINGS = new Set(['query', 'database', 'default_format', 'query_id', 'session_id', 'session_timeout', 'session_check', 'user', 'password', 'compress', 'decompress', 'enable_http_compression', 'role'])
@@ -30,7 +31,6 @@ export interface ShimServer {
 const ESCAPES: Record<string, string> = { b: '\b', f: '\f', r: '\r', n: '\n', t: '\t', '0': '\0', a: '\x07', v: '\v' }
 const unescape = (v: string): string => v.replace(/\\(.)/gs, (_, c: string) => ESCAPES[c] ?? c)
 
-const sqlString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
 
 async function body(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
