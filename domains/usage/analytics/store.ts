@@ -13,7 +13,8 @@
 // Raw rows are meter_usage's (the value) joined to events (the source and properties) by customer and id when a
 // source or property is needed.
 import type { ClickHouse } from '../../../infra/clickhouse.ts'
-import { chDateTime, LONG_QUERY, sqlDateTimeArray, sqlString, sqlStringArray } from '../../../infra/ch-literals.ts'
+import { chDateTime, LONG_QUERY, sqlString, sqlStringArray } from '../../../infra/ch-literals.ts'
+import { sliceSql } from '../../../infra/ch-slices.ts'
 import { planSources, type PlannedSource, type Range } from '../../../core/analytics/sources.ts'
 import type { MeterRules } from '../../../core/meters.ts'
 import type { WindowSize } from '../../../core/periods.ts'
@@ -206,8 +207,6 @@ const MEASURES: readonly Measure[] = ['events', 'sum', 'min', 'max', 'valueMs', 
 /** Settings of every statement (api usage store: no expression compilation, no projection analysis). */
 const STATEMENT_SETTINGS = 'compile_expressions = 0, compile_aggregate_expressions = 0, optimize_use_projections = 0, optimize_use_implicit_projections = 0'
 const DEFAULT_MAX_QUERY_BYTES = 256_000
-/** Up to this many slices a row finds its slice by counting starts; beyond, by an ASOF JOIN. */
-const INLINE_SLICES = 32
 /** Up to this many ranges, a source's rows are selected by the ranges themselves; beyond, by units. */
 const PLAIN_RANGES = 4
 
@@ -319,17 +318,11 @@ function partSql(st: Statement, part: Part): string {
       ? [{ ranges: [[part.slices[0].start.getTime(), part.slices[part.slices.length - 1].end.getTime()]] }]
       : planSources(part.slices, st.layout.rollups.map((r) => r.unit), st.layout.customers)
   const starts = part.slices.map((s) => s.start)
-  const inline = starts.length <= INLINE_SLICES
-  const sliceOf = starts.length === 1 ? 'toUInt32(0)' : inline ? `toUInt32(arrayCount(s -> s <= u.t, ${sqlDateTimeArray(starts)}) - 1)` : 'b.slice'
-  const join = inline
-    ? ''
-    : `ASOF INNER JOIN (SELECT 1 AS k, toUInt32(n - 1) AS slice, starts[n] AS s
-                       FROM (SELECT ${sqlDateTimeArray(starts)} AS starts, arrayJoin(range(1, length(starts) + 1)) AS n)) AS b
-        ON u.k = b.k AND u.t >= b.s`
+  const slicing = sliceSql(starts, part.slices[part.slices.length - 1].end)
   const keys = st.keys.map((k) => `u.${k} AS ${k}`)
   const measures = MEASURES.map((m) => (part.measures.includes(m) ? `toString(${MEASURE_SQL[m].merge}(u.${m})) AS ${m}` : `'' AS ${m}`))
-  return `SELECT toUInt32(${part.index}) AS part, ${sliceOf} AS slice, ${keys.join(', ')}, u.group_value AS group_value, ${measures.join(', ')}
-    FROM (${sources.map((s, i) => sourceSql(st, part, s, i)).join('\n UNION ALL \n')}) AS u ${join}
+  return `SELECT toUInt32(${part.index}) AS part, ${slicing.of('u.t')} AS slice, ${keys.join(', ')}, u.group_value AS group_value, ${measures.join(', ')}
+    FROM (${sources.map((s, i) => sourceSql(st, part, s, i)).join('\n UNION ALL \n')}) AS u ${slicing.join}
     GROUP BY slice, ${st.keys.join(', ')}, group_value`
 }
 

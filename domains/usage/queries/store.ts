@@ -3,7 +3,8 @@
 // per-day rollup, the hours of days a slice boundary cuts from the per-hour one, and so on down to raw rows for
 // the minutes a boundary cuts.
 import type { ClickHouse } from '../../../infra/clickhouse.ts'
-import { chDateTime, LONG_QUERY, sqlDateTimeArray, sqlString, sqlStringArray } from '../../../infra/ch-literals.ts'
+import { chDateTime, LONG_QUERY, sqlString, sqlStringArray } from '../../../infra/ch-literals.ts'
+import { sliceSql } from '../../../infra/ch-slices.ts'
 import type { Scope } from '../../../core/scope.ts'
 import { DAY, HOUR, MINUTE, type Measure, type Slice } from '../../../core/usage.ts'
 import { planSources, type PlannedSource, type Range } from '../../../core/analytics/sources.ts'
@@ -71,8 +72,6 @@ const NO_PROJECTIONS = 'optimize_use_projections = 0, optimize_use_implicit_proj
  * appends; only longer ones raise it (on chDB a setting given with a query is a SET statement of its own).
  */
 const DEFAULT_MAX_QUERY_BYTES = 256_000
-/** Up to this many slices a row finds its slice by counting starts; beyond, by an ASOF JOIN. */
-const INLINE_SLICES = 32
 
 function scoped(q: SliceQuery, params: Record<string, unknown>): string {
   params.tenant = q.scope.tenantId
@@ -186,13 +185,12 @@ export async function sliceAggregates(ch: ClickHouse, q: SliceQuery): Promise<Sl
   const raw = q.source === 'raw' || q.eventFilter !== undefined
   const sources: Source[] = raw ? [{ ranges: [[starts[0].getTime(), q.slices[q.slices.length - 1].end.getTime()]] }] : viewSources(q)
   const within = (source: Source, i: number) => sourceWhere(source, `r${i}_`, params)
-  const inline = starts.length <= INLINE_SLICES
-  const sliceOf = (t: string) => (starts.length === 1 ? 'toUInt32(0)' : inline ? `toUInt32(arrayCount(s -> s <= ${t}, ${sqlDateTimeArray(starts)}) - 1)` : 'b.slice')
-  const only = sources.length === 1 && inline ? sources[0].rollup : undefined
+  const slicing = sliceSql(starts, q.slices[q.slices.length - 1].end)
+  const only = sources.length === 1 && slicing.join === '' ? sources[0].rollup : undefined
   let query: string
   if (only) {
     // One rollup (a window of whole units): aggregated directly, without a subquery.
-    query = `SELECT ${sliceOf(only.time)} AS slice, ${keys}, ${measures.map((x) => `toString(${x.merge}(${x.view(only.time)})) AS ${x.m}`).join(', ')}
+    query = `SELECT ${slicing.of(only.time)} AS slice, ${keys}, ${measures.map((x) => `toString(${x.merge}(${x.view(only.time)})) AS ${x.m}`).join(', ')}
       FROM ${only.table} WHERE ${where} AND ${within(sources[0], 0)}
       GROUP BY slice, ${groupKeys}`
   } else {
@@ -204,14 +202,9 @@ export async function sliceAggregates(ch: ClickHouse, q: SliceQuery): Promise<Sl
         : `SELECT 1 AS k, timestamp AS t, ${keys}, ${measures.map((x) => `${x.raw} AS ${x.m}`).join(', ')}
           FROM meter_usage WHERE ${where} AND ${within(source, i)} ${raw ? filterSql(q, params) : ''} GROUP BY timestamp, ${groupKeys}`
     })
-    const join = inline
-      ? ''
-      : `ASOF INNER JOIN (SELECT 1 AS k, toUInt32(n - 1) AS slice, starts[n] AS s
-                         FROM (SELECT ${sqlDateTimeArray(starts)} AS starts, arrayJoin(range(1, length(starts) + 1)) AS n)) AS b
-          ON u.k = b.k AND u.t >= b.s`
-    query = `SELECT ${sliceOf('u.t')} AS slice, u.group_value AS group_value, ${q.byCustomer ? 'u.customer AS customer, ' : ''}
+    query = `SELECT ${slicing.of('u.t')} AS slice, u.group_value AS group_value, ${q.byCustomer ? 'u.customer AS customer, ' : ''}
         ${measures.map((x) => `toString(${x.merge}(u.${x.m})) AS ${x.m}`).join(', ')}
-      FROM (${parts.join(' UNION ALL ')}) AS u ${join}
+      FROM (${parts.join(' UNION ALL ')}) AS u ${slicing.join}
       GROUP BY slice, ${groupKeys}`
   }
   const sql = `${query} SETTINGS ${NO_JIT}, ${NO_PROJECTIONS}`
