@@ -438,6 +438,52 @@ function groupOf(st: Statement, parts: readonly Part[], meter: AnalyticsMeter, r
 
 // ---- reads --------------------------------------------------------------------------------------------------
 
+type RankedRow = Row & { g: string | number; group_count: string | number }
+
+/** Rows of a rollup read, up to this many, are ranked into groups here; more, by window functions in the statement. */
+const FEW_ROWS = 10_000
+
+/**
+ * Every row of a rollup read with few rows (tens of groups by windows, as they mostly are), in key order and ranked
+ * here: the window functions of rankedRows cost ~2.6 ms of a 9 ms month-by-day read on chDB. Undefined when there are
+ * more: the rollup rows are then aggregated again there, cheap next to a raw read (which goes there directly).
+ */
+async function fewRows(ch: ClickHouse, st: Statement, union: string): Promise<RankedRow[] | undefined> {
+  const sql = finish(`SELECT * FROM (${union}) ORDER BY ${st.keys.join(', ')} LIMIT ${FEW_ROWS + 1}`)
+  const rows = await (await ch.client.query({ query: sql, query_params: st.params, format: 'JSONEachRow', clickhouse_settings: longQuery(sql) })).json<Row>()
+  if (rows.length > FEW_ROWS) return undefined
+  let g = 0
+  let last: string | undefined
+  const ranked = rows.map((r) => {
+    const key = keyOf(st, r)
+    if (key !== last) g++
+    last = key
+    return { ...r, g, group_count: 0 }
+  })
+  for (const r of ranked) r.group_count = g
+  return ranked
+}
+
+/** Whether a statement reads rollups mostly: no slice shorter than their finest unit but the range's two cut ends. */
+function fromRollups(st: Statement, parts: readonly Part[]): boolean {
+  if (st.layout.rollups.length === 0) return false
+  const unit = Math.min(...st.layout.rollups.map((r) => r.unit))
+  return parts.every((p) => p.slices.filter((x) => x.end.getTime() - x.start.getTime() < unit).length <= 2)
+}
+
+/** The page's rows ranked by their groups' keys in the statement, and the last group's, which carries the count. */
+async function rankedRows(ch: ClickHouse, st: Statement, union: string, offset: number, limit: number): Promise<RankedRow[]> {
+  st.params.first = offset
+  st.params.last = offset + limit
+  const sql = finish(`SELECT * FROM (
+      SELECT *, max(g) OVER () AS group_count FROM (
+        SELECT *, dense_rank() OVER (ORDER BY ${st.keys.join(', ')}) AS g FROM (${union})
+      )
+    ) WHERE (g > {first:UInt64} AND g <= {last:UInt64}) OR g = group_count`)
+  const rs = await ch.client.query({ query: sql, query_params: st.params, format: 'JSONEachRow', clickhouse_settings: longQuery(sql) })
+  return rs.json<RankedRow>()
+}
+
 async function page(ch: ClickHouse, q: PropertyBreakdownQuery, grouping: Grouping): Promise<BreakdownPage> {
   const limit = q.limit ?? DEFAULT_LIMIT
   const offset = q.offset ?? 0
@@ -445,16 +491,8 @@ async function page(ch: ClickHouse, q: PropertyBreakdownQuery, grouping: Groupin
   if (!Number.isInteger(offset) || offset < 0) throw new RangeError('offset must be a non-negative integer')
   const st = statementOf(q, grouping)
   const parts = partsOf(q, true)
-  st.params.first = offset
-  st.params.last = offset + limit
-  // Groups ranked by their keys; the page's rows come back, and the last group's, which carries the count.
-  const sql = finish(`SELECT * FROM (
-      SELECT *, max(g) OVER () AS group_count FROM (
-        SELECT *, dense_rank() OVER (ORDER BY ${st.keys.join(', ')}) AS g FROM (${parts.map((p) => partSql(st, p)).join('\n UNION ALL \n')})
-      )
-    ) WHERE (g > {first:UInt64} AND g <= {last:UInt64}) OR g = group_count`)
-  const rs = await ch.client.query({ query: sql, query_params: st.params, format: 'JSONEachRow', clickhouse_settings: longQuery(sql) })
-  const rows = await rs.json<Row & { g: string; group_count: string }>()
+  const union = parts.map((p) => partSql(st, p)).join('\n UNION ALL \n')
+  const rows = (fromRollups(st, parts) ? await fewRows(ch, st, union) : undefined) ?? (await rankedRows(ch, st, union, offset, limit))
   const total = rows.length === 0 ? 0 : Number(rows[0].group_count)
   const byGroup = new Map<string, { g: number; rows: Row[] }>()
   for (const r of rows) {
