@@ -11,8 +11,9 @@ import type { StreamChunk } from 'chdb'
 export interface ClickHouse {
   client: ClickHouseClient
   /**
-   * For reads that should not wait behind a long insert (the batch writer's dedup lookup): on chDB a
-   * second connection, as one connection runs one statement at a time; on a server, `client` itself.
+   * For reads that should not wait behind another statement (the batch writer's dedup lookup behind a long insert,
+   * an analytics breakdown beside the usage its cost reads): on chDB a second connection, as one connection runs one
+   * statement at a time; on a server, `client` itself.
    */
   reader: ClickHouseClient
   kind: 'server' | 'chdb'

@@ -14,6 +14,7 @@ import type { Actor, Scope } from '../../core/scope.ts'
 import { queryWindows, type CalendarOptions } from '../../core/usage.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Meter } from '../catalog/meters/service.ts'
+import { cachedRecords } from './cached-records.ts'
 import { listSubscriptions, type LineItemRow, type SubscriptionRow } from '../subscriptions/read.ts'
 import { meterUsageByCustomer, type UsageResult } from '../usage/queries/service.ts'
 import { allowanceOf, cycleLine, cycleOf, loadContexts, subscriptionCommitment, type BillingContext } from '../invoicing/invoices/billing.ts'
@@ -182,8 +183,10 @@ async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUn
  */
 export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promise<Costs> {
   const windows = queryWindows(q.start, q.end, q.windowSize, q.calendar)
-  const subs = await subscriptionsOf(deps, scope, q.customerIds)
-  const contexts = subs.length === 0 ? new Map() : await loadContexts(deps, scope, subs, { usagePricing: true })
+  const contexts = await cachedRecords(deps, scope, 'billing contexts', q.customerIds ?? null, async () => {
+    const subs = await subscriptionsOf(deps, scope, q.customerIds)
+    return subs.length === 0 ? new Map<string, BillingContext>() : await loadContexts(deps, scope, subs, { usagePricing: true })
+  })
   const units = [...contexts.values()].flatMap((ctx) => unitsOf(ctx, q, windows.slice(0, -1).map((w) => w.end)))
   const currencies = [...new Set(units.map((u) => u.ctx.sub.currency))].sort()
   if (currencies.length > 1) {

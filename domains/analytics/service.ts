@@ -16,6 +16,7 @@ import { getOffering } from '../catalog/offerings/service.ts'
 import { customerViews, findCustomerByExternalId, type CustomerView } from '../customers/service.ts'
 import { listSubscriptions, type LineItemRow } from '../subscriptions/read.ts'
 import { propertyBreakdown, usageBreakdown, type BreakdownGroup, type BreakdownPage, type PropertyBreakdownQuery } from '../usage/analytics/store.ts'
+import { cachedRecords } from './cached-records.ts'
 import { usageCosts, type Costs, type MeterCost } from './costs.ts'
 
 export const EXPANDABLE = ['feature', 'meter', 'price', 'plan', 'addon', 'subscription_line_item'] as const
@@ -243,11 +244,13 @@ export async function resolveRequest(deps: Deps, actor: Actor, r: AnalyticsReque
   if (r.end <= r.start) throw validationError('end_time', 'must be after start_time')
   windowsOf(r)
   const keys = breakdownKeys(r.groupBy)
-  const features = await featuresOf(deps, actor, r.featureIds)
-  const meters = await metersByIds(deps, actor, [...new Set(features.map((f) => f.meter_id!))])
+  const features = await cachedRecords(deps, actor, 'features', r.featureIds ?? null, () => featuresOf(deps, actor, r.featureIds))
+  const meterIds = [...new Set(features.map((f) => f.meter_id!))]
+  const meters = await cachedRecords(deps, actor, 'meters', meterIds, () => metersByIds(deps, actor, meterIds))
   const notReady = meters.filter((m) => m.ready_revision === 0)
   if (notReady.length > 0) throw serviceUnavailable(`meter ${notReady[0].id} is still counting the events stored before it was created; retry shortly`, { meter_id: notReady[0].id }, 2)
-  const customers = r.externalCustomerId === undefined ? undefined : await customersOf(deps, actor, r.externalCustomerId, r.includeChildren)
+  const external = r.externalCustomerId
+  const customers = external === undefined ? undefined : await cachedRecords(deps, actor, 'customers', [external, r.includeChildren], () => customersOf(deps, actor, external, r.includeChildren))
   const query: PropertyBreakdownQuery = {
     scope: actor,
     meters: meters.map((m) => ({ meterId: m.id, revision: m.ready_revision, eventName: m.event_name, aggregation: { type: m.aggregation.type, multiplier: m.aggregation.multiplier, bucketSize: m.aggregation.bucket_size as WindowSize | undefined } })),
@@ -275,7 +278,9 @@ export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsReque
   const { keys, features, meters, query: q } = resolved
   if (meters.length === 0) return { currency: '', totalCost: new D(0), items: [], pagination: { total: 0, limit: r.limit, offset: r.offset } }
   const byProperty = keys.some((k) => k.startsWith('properties.')) || Object.keys(r.propertyFilters ?? {}).length > 0
-  const read = (x: PropertyBreakdownQuery) => (byProperty ? propertyBreakdown(deps.ch, x) : usageBreakdown(deps.ch, { ...x, groupBy: x.groupBy as ('source' | 'external_customer_id')[] }))
+  // On the second connection: the breakdown runs while the cost reads usage on the first (chDB runs one statement per connection at a time).
+  const ch = { ...deps.ch, client: deps.ch.reader }
+  const read = (x: PropertyBreakdownQuery) => (byProperty ? propertyBreakdown(ch, x) : usageBreakdown(ch, { ...x, groupBy: x.groupBy as ('source' | 'external_customer_id')[] }))
   const [page, costs] = await Promise.all([read(q), costsOf(deps, actor, r, resolved)])
   const windows = windowsOf(r).length
   const priced = [...costs.meters.values()].some((m) => m.windows.some((c) => !c.isZero()))
