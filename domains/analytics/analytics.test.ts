@@ -375,3 +375,17 @@ describe('MAX and LATEST meters', () => {
     expect(r.total_cost).toBe('17')
   })
 })
+
+describe('billing records read again after a write', () => {
+  it('a subscription created after a request is priced by the next one (records are cached only until a write of the process)', async () => {
+    const c = await customer(h)
+    await sendEvents(c.external_id, 'api_call', 'sdk', '2024-04-22T10:00:00Z', 30)
+    const before = await ok({ external_customer_id: c.external_id, feature_ids: [ids.calls] })
+    expect(before.items.map((i: any) => [i.total_usage, i.total_cost])).toEqual([['30', '0']])
+    await subscribed(h, { customer_id: c.id, plan_id: ids.callsPlan, collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' })
+    // 30 calls × 0.10 = 3.00.
+    const after = await ok({ external_customer_id: c.external_id, feature_ids: [ids.calls] })
+    expect(after.items.map((i: any) => [i.total_usage, i.total_cost])).toEqual([['30', '3']])
+    expect(after.total_cost).toBe('3')
+  })
+})
