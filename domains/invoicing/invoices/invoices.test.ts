@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../../core/clock.ts'
-import { customer, eventsOf, fixedPrice, meter, plan, usagePrice } from '../../../test/catalog.ts'
+import { customer, eventsOf, feature, fixedPrice, meter, plan, usagePrice } from '../../../test/catalog.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import type { CustomerWire, InvoiceWire, LineItemWire } from '../../../test/wire.ts'
 
@@ -192,6 +192,31 @@ describe('coupons and taxes on one invoice (docs/billing.md, the USD worked exam
       writeFileSync(join(dir, 'invoice.pdf'), bytes)
       execFileSync('pdftoppm', ['-png', '-r', '80', join(dir, 'invoice.pdf'), process.env.INVOICE_PDF_PNG])
     }
+  })
+})
+
+describe('the PDF of usage lines', () => {
+  it("shows a usage line's quantity in its feature's reporting unit: 1500000 tokens at 1000000 per M token are 1.5 M tokens", async () => {
+    const tokens = await feature(h, 'metered', { reporting_unit: { unit_singular: 'M token', unit_plural: 'M tokens', conversion_rate: 1000000 } })
+    const oneM = await feature(h, 'metered', { reporting_unit: { unit_singular: 'M token', unit_plural: 'M tokens', conversion_rate: 1000000 } })
+    const inv = await draft({
+      subtotal: '54.50',
+      total: '54.50',
+      amount_due: '54.50',
+      line_items: [
+        { display_name: 'Pro plan', amount: '49.00', quantity: '1', price_id: pricePro },
+        // 1.5 M tokens × 2.00 = 3.00; 1 M token × 2.00 = 2.00; 1234.5 GB without a reporting unit × 0.0004 ≈ 0.50.
+        { display_name: 'Input tokens', amount: '3.00', quantity: '1500000', price_type: 'USAGE', meter_id: tokens.meter_id },
+        { display_name: 'Output tokens', amount: '2.00', quantity: '1000000', price_type: 'USAGE', meter_id: oneM.meter_id },
+        { display_name: 'Storage (GB)', amount: '0.50', quantity: '1234.5', price_id: priceStorage, price_type: 'USAGE' },
+      ],
+    })
+    await post(`/v1/invoices/${inv.id}/finalize`)
+    const pdf = await fetch(`${h.baseUrl}/v1/invoices/${inv.id}/pdf`, { headers: { 'x-api-key': h.key } })
+    expect(pdf.status).toBe(200)
+    const text = await pdfText(Buffer.from(await pdf.arrayBuffer()))
+    for (const s of ['Input tokens', '1.5 M tokens', '3.00 USD', 'Output tokens', '1 M token ', '1234.5', '54.50 USD']) expect(text).toContain(s)
+    expect(text).not.toContain('1500000')
   })
 })
 
