@@ -225,7 +225,10 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/creditnotes/search': [{ invoice_id: ids.invoiceFinal }],
     'POST /v1/payments/search': [{ invoice_id: ids.invoiceFinal }],
     'POST /v1/coupons/{id}/associations': [{ subscription_id: ids.subscription2, subscription_line_item_id: ids.lineItem }],
-    'POST /v1/coupons': [{ name: unique('c'), type: 'fixed', cadence: 'once', amount_off: '1', currency: 'USD' }],
+    'POST /v1/coupons': [
+      { name: unique('c'), type: 'fixed', cadence: 'once', amount_off: '1', currency: 'USD' },
+      { name: unique('c'), type: 'percentage', cadence: 'forever', percentage_off: '10', rules: { plan_ids: [ids.plan], price_ids: [ids.price], minimum_amount: '5', minimum_amount_currency: 'USD' } },
+    ],
     'PUT /v1/coupons/{id}': [{ name: 'Renamed coupon' }],
     'POST /v1/coupons/search': [{ limit: 5 }],
     'POST /v1/taxes/rates': [{ name: 'T', code: unique('T'), tax_rate_type: 'fixed', fixed_value: '1' }],

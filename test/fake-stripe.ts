@@ -32,6 +32,8 @@ export interface FakeInvoice {
   amount_paid: number
   lines: { amount: number; description: string; currency: string }[]
   hosted_invoice_url?: string
+  /** The card a paid invoice was charged to (Stripe tells it through the invoice's payment intent). */
+  payment_method?: string
 }
 
 interface FakeSession {
@@ -159,7 +161,7 @@ export async function startFakeStripe(secretKey: string): Promise<FakeStripe> {
       const customer = fake.customers.get(inv.customer)!
       if (!customer.invoice_settings.default_payment_method) return error(400, 'The customer has no payment method')
       if (customer.declines) return error(402, 'Your card was declined.', 'card_error')
-      Object.assign(inv, { status: 'paid', amount_paid: inv.amount_due })
+      Object.assign(inv, { status: 'paid', amount_paid: inv.amount_due, payment_method: customer.invoice_settings.default_payment_method })
       return { status: 200, body: inv }
     }
     return error(404, `Unrecognized request URL (${method}: ${path})`)

@@ -64,7 +64,7 @@ describe('journal entries', () => {
       ['cash', '63.80', '0.00'],
       ['accounts_receivable', '0.00', '63.80'],
     ])
-    const note = { id: 'cn_1', credit_note_number: 'CN-1', invoice_id: 'inv_1', customer_id: 'cus_1', currency: 'USD', total_amount: new D('10.00'), finalized_at: at, voided_at: null }
+    const note = { id: 'cn_1', credit_note_number: 'CN-1', invoice_id: 'inv_1', customer_id: 'cus_1', currency: 'USD', total_amount: new D('10.00'), total_tax: new D(0), finalized_at: at, voided_at: null }
     expect(shown(creditNoteEntry({ ...note, credit_note_type: 'ADJUSTMENT' }))).toEqual([
       ['sales_returns', '10.00', '0.00'],
       ['accounts_receivable', '0.00', '10.00'],
@@ -72,6 +72,31 @@ describe('journal entries', () => {
     expect(shown(creditNoteEntry({ ...note, credit_note_type: 'REFUND' }))[1]).toEqual(['cash', '0.00', '10.00'])
     const voided = creditNoteVoidEntry({ ...note, credit_note_type: 'ADJUSTMENT', voided_at: at })
     expect([voided.id, ...shown(voided)]).toEqual(['credit_note_void:cn_1', ['sales_returns', '0.00', '10.00'], ['accounts_receivable', '10.00', '0.00']])
+  })
+
+  it('a credit note gives back its tax: 110.00 with 10.00 tax reverses 10.00 payable and returns 100.00 of sales', () => {
+    const note = { id: 'cn_2', credit_note_number: 'CN-2', invoice_id: 'inv_1', customer_id: 'cus_1', currency: 'USD', total_amount: new D('110.00'), total_tax: new D('10.00'), finalized_at: at, voided_at: null }
+    const adjustment = creditNoteEntry({ ...note, credit_note_type: 'ADJUSTMENT' })
+    expect(shown(adjustment)).toEqual([
+      ['sales_returns', '100.00', '0.00'],
+      ['tax_payable', '10.00', '0.00'],
+      ['accounts_receivable', '0.00', '110.00'],
+    ])
+    expect(imbalance(adjustment).isZero()).toBe(true)
+    const refund = creditNoteEntry({ ...note, credit_note_type: 'REFUND' })
+    expect(shown(refund)).toEqual([
+      ['sales_returns', '100.00', '0.00'],
+      ['tax_payable', '10.00', '0.00'],
+      ['cash', '0.00', '110.00'],
+    ])
+    // Voided, the tax is payable again.
+    const voided = creditNoteVoidEntry({ ...note, credit_note_type: 'ADJUSTMENT', voided_at: at })
+    expect(shown(voided)).toEqual([
+      ['sales_returns', '0.00', '100.00'],
+      ['tax_payable', '0.00', '10.00'],
+      ['accounts_receivable', '110.00', '0.00'],
+    ])
+    expect(imbalance(voided).isZero()).toBe(true)
   })
 
   it('wallet transactions move the credit liability against what gave or took them', () => {

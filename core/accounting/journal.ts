@@ -9,7 +9,7 @@
 //   tax_payable                    taxes collected for the authorities
 //   customer_credit_liability      prepaid credits held for customers (wallets), at money value
 //   cash                           money received or paid out
-//   sales_returns                  credit notes (contra revenue)
+//   sales_returns                  credit notes less their tax (contra revenue)
 //   promotional_credits            free credits given (an expense)
 //   credit_breakage                credits that expired unused (income)
 //   credit_adjustments             credits removed by hand or when a wallet closed
@@ -63,6 +63,8 @@ export interface CreditNoteSource {
   currency: string
   credit_note_type: 'ADJUSTMENT' | 'REFUND'
   total_amount: Decimal
+  /** The part of total_amount that was tax (core/billing/credit-notes.ts creditNoteTax). */
+  total_tax: Decimal
   finalized_at: Date
   voided_at: Date | null
 }
@@ -140,10 +142,14 @@ export const paymentEntry = (p: PaymentSource): JournalEntry =>
     ['accounts_receivable', p.amount.neg()],
   ])
 
-/** A finalized credit note: an adjustment lowers what is owed, a refund pays money back. */
+/**
+ * A finalized credit note: an adjustment lowers what is owed, a refund pays money back. Its tax part is no
+ * longer payable (the invoice's tax_payable is reversed by it), the rest is a sales return.
+ */
 export const creditNoteEntry = (n: CreditNoteSource): JournalEntry =>
   entryOf('credit_note', n, n.finalized_at, `credit note ${n.credit_note_number ?? n.id} (${n.credit_note_type.toLowerCase()}) on invoice ${n.invoice_id}`, [
-    ['sales_returns', n.total_amount],
+    ['sales_returns', n.total_amount.minus(n.total_tax)],
+    ['tax_payable', n.total_tax],
     [n.credit_note_type === 'REFUND' ? 'cash' : 'accounts_receivable', n.total_amount.neg()],
   ])
 

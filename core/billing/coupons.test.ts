@@ -123,6 +123,33 @@ describe('applyCoupons: line level first, then invoice level spread pro rata', (
     expect(r.applications.map((a) => s([a.original_price, a.discounted_amount, a.final_price]))).toEqual([dec(['100', '10', '90']), dec(['90', '9', '81'])])
   })
 
+  it("leaves out what a coupon's rules exclude: lines of other prices or plans, an invoice below the minimum", () => {
+    const amounts = [new D('40.00'), new D('60.00'), new D('100.00')]
+    const targets = [
+      { plan_id: 'plan_pro', price_id: 'price_seat' },
+      { plan_id: 'plan_pro', price_id: 'price_api' },
+      { plan_id: 'plan_basic', price_id: 'price_seat' },
+    ]
+    const seat = pct('10', { id: 'seat10', rules: { price_ids: ['price_seat'] } })
+    const pro = fixed('10.00', 'USD', { id: 'pro10', rules: { plan_ids: ['plan_pro'] } })
+    const big = pct('50', { id: 'big50', rules: { minimum_amount: '200.01', minimum_amount_currency: 'USD' } })
+    // seat10 on the API line (index 1) is excluded: nothing, no application. pro10 at invoice level covers
+    // lines 0 and 1 only: 10.00 × 40/100 = 4.00 and 6.00. big50 needs a 200.01 subtotal: 200.00 misses it.
+    const r = applyCoupons(amounts, [{ coupon: seat, line_index: 1 }, { coupon: seat, line_index: 2 }, { coupon: pro }, { coupon: big }], 'USD', DAY, targets)
+    // seat10 on line 2: 10% of 100.00 = 10.00.
+    expect(s(r.line_item_discount)).toEqual(dec(['0', '0', '10.00']))
+    expect(s(r.invoice_level_discount)).toEqual(dec(['4.00', '6.00', '0']))
+    expect(r.applications.map((a) => [a.coupon_id, a.line_index, ...s([a.original_price, a.discounted_amount])])).toEqual([
+      ['seat10', 2, '100', '10'],
+      ['pro10', null, '100', '10'],
+    ])
+    // A 200.01 subtotal reaches it: 50% of 200.01 = 100.005 → 100.01.
+    const reached = applyCoupons([new D('200.01')], [{ coupon: big }], 'USD', DAY)
+    expect(s(reached.invoice_level_discount)).toEqual(dec(['100.01']))
+    // No line covered: the coupon records nothing (a once coupon waits for an invoice it may discount).
+    expect(applyCoupons([new D('50.00')], [{ coupon: pro }], 'USD', DAY, [{ plan_id: 'plan_basic', price_id: null }]).applications).toEqual([])
+  })
+
   it('rejects a line index that is not on the invoice', () =>
     expect(() => applyCoupons([new D(1)], [{ coupon: pct('10'), line_index: 1 }], 'USD', DAY)).toThrow(/no invoice line 1/))
 })

@@ -2,10 +2,11 @@
 // over the lines. Line-level coupons come first, then invoice-level ones on what is left; each coupon
 // applies to the amount left by the coupons before it (two 10% coupons take 19%, not 20%), and no
 // coupon takes more than what is left, so nothing goes below zero. Negative lines (proration credits)
-// are never discounted.
+// are never discounted. A coupon's rules (./coupon-rules.ts) may leave lines or the whole invoice out.
 import { invalidOperation, validationError } from '../errors.ts'
 import { D, roundMoney, sumMoney, type Decimal } from '../money.ts'
 import { allocate, moneyAmount, percentage } from './amounts.ts'
+import { coversInvoice, coversLine, type CouponRules, type LineTarget } from './coupon-rules.ts'
 
 export type Coupon = {
   id: string
@@ -23,6 +24,7 @@ export type Coupon = {
   /** ISO instants; a redemption must fall in [redeem_after, redeem_before). */
   redeem_after?: string | null
   redeem_before?: string | null
+  rules?: CouponRules | null
 }
 
 /** A coupon on an invoice: on one line (`line_index`) or on the whole invoice (no line_index). */
@@ -122,8 +124,11 @@ export function couponDiscount(coupon: Coupon, amount: Decimal, currency: string
 /**
  * Applies the eligible coupons to rounded line amounts: line-level ones in the given order, then
  * invoice-level ones on the sum left (each spread over the lines pro rata to what is left of them).
+ * A coupon's rules read the lines' `targets` (none given: lines without price or plan) and the
+ * subtotal; a coupon they leave out entirely records no application, so a `once` coupon waits for an
+ * invoice it may discount, and an invoice-level one discounts only the lines they cover.
  */
-export function applyCoupons(amounts: Decimal[], uses: CouponUse[], currency: string, invoiceDate: Date): Discounts {
+export function applyCoupons(amounts: Decimal[], uses: CouponUse[], currency: string, invoiceDate: Date, targets: LineTarget[] = []): Discounts {
   const lineDiscount = amounts.map(() => new D(0))
   const invoiceDiscount = amounts.map(() => new D(0))
   const left = (i: number) => amounts[i].minus(lineDiscount[i]).minus(invoiceDiscount[i])
@@ -142,18 +147,23 @@ export function applyCoupons(amounts: Decimal[], uses: CouponUse[], currency: st
       final_price: original.minus(discount),
     })
   }
-  const eligible = uses.filter((u) => couponEligible(u, invoiceDate))
+  const subtotal = sumMoney(amounts)
+  const covers = (use: CouponUse, i: number) => coversLine(use.coupon.rules, targets[i] ?? { price_id: null, plan_id: null })
+  const eligible = uses.filter((u) => couponEligible(u, invoiceDate) && coversInvoice(u.coupon.rules, subtotal, currency))
   for (const use of eligible.filter((u) => u.line_index != null)) {
     const i = use.line_index!
     if (!Number.isInteger(i) || i < 0 || i >= amounts.length) throw validationError('line_index', `no invoice line ${i} for coupon ${use.coupon.id}`)
+    if (!covers(use, i)) continue
     const original = left(i)
     const discount = couponDiscount(use.coupon, original, currency)
     lineDiscount[i] = lineDiscount[i].plus(discount)
     record(use, original, discount)
   }
   for (const use of eligible.filter((u) => u.line_index == null)) {
-    const weights = amounts.map((_, i) => D.max(0, left(i)))
-    const original = D.max(0, sumMoney(amounts.map((_, i) => left(i))))
+    const covered = amounts.map((_, i) => covers(use, i))
+    if (!covered.includes(true)) continue
+    const weights = amounts.map((_, i) => (covered[i] ? D.max(0, left(i)) : new D(0)))
+    const original = D.max(0, sumMoney(amounts.map((_, i) => (covered[i] ? left(i) : new D(0)))))
     const discount = couponDiscount(use.coupon, original, currency)
     allocate(discount, weights, currency).forEach((share, i) => (invoiceDiscount[i] = invoiceDiscount[i].plus(share)))
     record(use, original, discount)

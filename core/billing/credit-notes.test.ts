@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../errors.ts'
 import { D } from '../money.ts'
-import { applyCreditNote, buildCreditNote, creditableAmounts, creditNoteType, reverseCreditNote, type CreditableInvoice, type EarlierNote } from './credit-notes.ts'
+import { applyCreditNote, buildCreditNote, creditableAmounts, creditNoteTax, creditNoteType, reverseCreditNote, type CreditableInvoice, type EarlierNote } from './credit-notes.ts'
 import type { PaymentStatus } from './payments.ts'
 
 const d = (s: string) => new D(s)
@@ -165,5 +165,21 @@ describe('reverseCreditNote: voiding a finalized note', () => {
   it('refuses a REFUND (its money has left) and an adjustment under later refunds', () => {
     expect(() => reverseCreditNote(PAID, { credit_note_type: 'REFUND', total_amount: d('10.00') })).toThrow(/refund succeeded/)
     expect(() => reverseCreditNote({ ...PAID, refunded_amount: d('10.00') }, adjustment('5.00'))).toThrow(/10.00 refunded/)
+  })
+})
+
+describe('creditNoteTax: the tax part a note gives back', () => {
+  it('in proportion per line, rounded per line; a line credited whole gives back its tax exactly', () => {
+    // Fixed line charges 51.12 of which 3.90 tax: whole → 3.90. Usage line 92.70 with 7.06 tax: 50.00 → 50 × 7.06 / 92.70 = 3.8079 → 3.81.
+    expect(creditNoteTax([{ invoice_line_item_id: 'li_fixed', amount: d('51.12') }], LINES, 'USD').toFixed(2)).toBe('3.90')
+    expect(creditNoteTax([{ invoice_line_item_id: 'li_usage', amount: d('50.00') }], LINES, 'USD').toFixed(2)).toBe('3.81')
+    expect(creditNoteTax([{ invoice_line_item_id: 'li_fixed', amount: d('51.12') }, { invoice_line_item_id: 'li_usage', amount: d('50.00') }], LINES, 'USD').toFixed(2)).toBe('7.71')
+    // 100.00 net + 10.00 tax credited whole: 10.00 of the 110.00 is tax.
+    const taxed = [{ id: 'li', amount: d('100.00'), line_item_discount: d('0'), invoice_level_discount: d('0'), tax_amount: d('10.00') }]
+    expect(creditNoteTax([{ invoice_line_item_id: 'li', amount: d('110.00') }], taxed, 'USD').toFixed(2)).toBe('10.00')
+    // Untaxed, unknown or non-charging lines carry none.
+    const untaxed = [{ id: 'li', amount: d('20.00'), line_item_discount: d('0'), invoice_level_discount: d('0'), tax_amount: d('0') }]
+    expect(creditNoteTax([{ invoice_line_item_id: 'li', amount: d('5.00') }], untaxed, 'USD').isZero()).toBe(true)
+    expect(creditNoteTax([{ invoice_line_item_id: 'li_other', amount: d('5.00') }], LINES, 'USD').isZero()).toBe(true)
   })
 })

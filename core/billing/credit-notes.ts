@@ -6,7 +6,7 @@
 // what earlier notes already credit on it. Earlier notes count unless VOIDED: a DRAFT reserves its
 // amounts, so two drafts cannot credit the same money twice.
 import { AppError, invalidOperation, validationError } from '../errors.ts'
-import { D, formatMoney, sumMoney, type Decimal } from '../money.ts'
+import { D, formatMoney, roundMoney, sumMoney, type Decimal } from '../money.ts'
 import { moneyAmount } from './amounts.ts'
 import { applyRefund, assertTransition, type PaymentState, type PaymentStatus } from './payments.ts'
 
@@ -69,6 +69,23 @@ export function buildCreditNote(invoice: CreditableInvoice, earlier: EarlierNote
   const total = sumMoney(lines.map((l) => l.amount))
   if (total.gt(creditable.total)) throw validationError('line_items', `the total ${money(total)} exceeds the ${money(creditable.total)} still creditable on this invoice`)
   return { credit_note_type: creditNoteType(invoice.payment_status), currency: invoice.currency, total_amount: total, line_items: lines }
+}
+
+/**
+ * The tax part of a note (the journal's tax_payable reversal): each note line carries its invoice line's
+ * tax in the proportion it credits of what the line charged with tax (amount × tax ÷ (net + tax)), rounded
+ * to the minor unit per line, so a line credited whole gives back exactly its tax. Notes crediting a line
+ * in several parts may each round it by a minor unit.
+ */
+export function creditNoteTax(note: NoteLine[], invoiceLines: CreditableLine[], currency: string): Decimal {
+  return sumMoney(
+    note.map((n) => {
+      const l = invoiceLines.find((i) => i.id === n.invoice_line_item_id)
+      if (!l) return new D(0)
+      const charged = l.amount.minus(l.line_item_discount).minus(l.invoice_level_discount).plus(l.tax_amount)
+      return charged.gt(0) ? roundMoney(n.amount.times(l.tax_amount).div(charged), currency) : new D(0)
+    }),
+  )
 }
 
 /**

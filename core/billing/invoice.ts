@@ -15,6 +15,8 @@ export type PriceType = 'FIXED' | 'USAGE'
 export type InvoiceLineInput = {
   price_type: PriceType
   price_id?: string
+  /** The plan the line is billed under: coupon rules may name it. */
+  plan_id?: string
   display_name?: string
   /** Usage or seats; for an `amount` line, what to show (default 1). */
   quantity?: Decimal
@@ -165,7 +167,9 @@ export function computeInvoice(input: InvoiceInput): Invoice {
   const lines = commitLines(input)
   const amounts = lines.map((l) => l.amount)
 
-  const discounts = applyCoupons(amounts, input.coupons ?? [], currency, input.invoice_date)
+  // A true-up line is covered by a coupon's rules as the line it completes.
+  const targets = lines.map((l, i) => input.lines[l.true_up_for?.[0] ?? i]).map((l) => ({ price_id: l.price_id ?? null, plan_id: l.plan_id ?? null }))
+  const discounts = applyCoupons(amounts, input.coupons ?? [], currency, input.invoice_date, targets)
   const net = amounts.map((a, i) => a.minus(discounts.line_item_discount[i]).minus(discounts.invoice_level_discount[i]))
   // A rate on some lines also covers their true-up lines.
   const withTrueUps = (idx: number[]) => [...idx, ...lines.flatMap((l, i) => (l.true_up_for?.some((t) => idx.includes(t)) ? [i] : []))]

@@ -84,6 +84,44 @@ describe('GET /v1/accounting/journal', () => {
     expect(before.entries.filter((e: any) => e.customer_id === c.id)).toEqual([])
   })
 
+  it("a taxed invoice's credit notes give its tax back: 110.00 with 10.00 tax credited in 33.00 and 77.00", async () => {
+    clock.set('2025-07-05T10:00:00Z')
+    const c = await customer(h)
+    await call(h, 'POST', '/v1/taxes/rates', { name: 'VAT', code: 'JOURNAL_VAT10', tax_rate_type: 'percentage', percentage_value: '10' }, 201)
+    const draft = await call(h, 'POST', '/v1/invoices', {
+      customer_id: c.id,
+      currency: 'USD',
+      subtotal: '100.00',
+      total: '110.00',
+      amount_due: '110.00',
+      line_items: [{ price_type: 'FIXED', amount: '100.00', quantity: '1', display_name: 'Seat' }],
+      tax_rate_overrides: [{ tax_rate_code: 'JOURNAL_VAT10', currency: 'USD' }],
+    }, 201)
+    await call(h, 'POST', `/v1/invoices/${draft.id}/finalize`)
+    const inv = await call(h, 'GET', `/v1/invoices/${draft.id}`)
+    expect([inv.total_tax, inv.total]).toEqual(['10', '110'])
+    clock.advance(HOUR)
+    // 33.00 of 110.00 is 3.00 tax (33 × 10 / 110); the other 77.00 carries 7.00: the whole 10.00 comes back.
+    const note = (amount: string) => call(h, 'POST', '/v1/creditnotes', { invoice_id: inv.id, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: inv.line_items[0].id, amount }], process_credit_note: true }, 201)
+    const first = await note('33.00')
+    clock.advance(HOUR)
+    const second = await note('77.00')
+    clock.advance(HOUR)
+    await call(h, 'POST', `/v1/creditnotes/${first.id}/void`)
+
+    const res = await call(h, 'GET', '/v1/accounting/journal?start_time=2025-07-01T00:00:00Z&end_time=2025-08-01T00:00:00Z')
+    const mine = res.entries.filter((e: any) => e.customer_id === c.id)
+    expect(mine.map((e: any) => [e.source_type, e.source_id, e.lines.map((l: any) => `${l.account} ${signed(l).toFixed(2)}`)])).toEqual([
+      ['invoice', inv.id, ['accounts_receivable 110.00', 'revenue:fixed -100.00', 'tax_payable -10.00']],
+      ['credit_note', first.id, ['sales_returns 30.00', 'tax_payable 3.00', 'accounts_receivable -33.00']],
+      ['credit_note', second.id, ['sales_returns 70.00', 'tax_payable 7.00', 'accounts_receivable -77.00']],
+      ['credit_note_void', first.id, ['sales_returns -30.00', 'tax_payable -3.00', 'accounts_receivable 33.00']],
+    ])
+    // What is still payable: 10.00 − 3.00 − 7.00 + 3.00 (the first note voided).
+    const payable = mine.flatMap((e: any) => e.lines).filter((l: any) => l.account === 'tax_payable').reduce((a: number, l: any) => a - signed(l), 0)
+    expect(payable).toBeCloseTo(3, 10)
+  })
+
   it('refuses a range that ends before it starts or a missing bound, naming the field', async () => {
     const bad = await h.http('GET', '/v1/accounting/journal?start_time=2025-05-02T00:00:00Z&end_time=2025-05-01T00:00:00Z')
     expect([bad.status, bad.body.code, Object.keys(bad.body.details)]).toEqual([400, 'validation_error', ['end_time']])

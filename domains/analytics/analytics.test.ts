@@ -46,7 +46,7 @@ beforeAll(async () => {
   ids.tokensMeter = await readyMeter(h, { name: 'tokens', event_name: 'tokens', aggregation: { type: 'SUM', field: 'n' } })
   ids.imagesMeter = await readyMeter(h, { name: 'images', event_name: 'image', aggregation: { type: 'COUNT' } })
   ids.calls = (await created(h, '/v1/features', { name: 'API calls', type: 'metered', meter_id: ids.callsMeter, unit_singular: 'call', unit_plural: 'calls' })).id
-  ids.tokens = (await created(h, '/v1/features', { name: 'Tokens', type: 'metered', meter_id: ids.tokensMeter })).id
+  ids.tokens = (await created(h, '/v1/features', { name: 'Tokens', type: 'metered', meter_id: ids.tokensMeter, reporting_unit: { unit_singular: 'k token', unit_plural: 'k tokens', conversion_rate: 1000 } })).id
   ids.images = (await created(h, '/v1/features', { name: 'Images', type: 'metered', meter_id: ids.imagesMeter })).id
   const full = await plan(h, {
     prices: [
@@ -101,6 +101,9 @@ describe('one customer, April, by source', () => {
     )
     const calls = r.items.find((i: any) => i.feature_id === ids.calls && i.source === 'sdk')
     expect(calls).toMatchObject({ meter_id: ids.callsMeter, subscription_id: ids.subA, event_name: 'api_call', aggregation_type: 'COUNT', sources: ['sdk'], total_usage_display: '150 calls', window_size: null })
+    // Tokens have a reporting unit: 900 tokens at 1000 per k token show as 0.9 k tokens (the usage itself stays 900).
+    const tokens = r.items.find((i: any) => i.feature_id === ids.tokens && i.source === 'sdk')
+    expect(tokens).toMatchObject({ total_usage: '900', total_usage_display: '0.9 k tokens', reporting_unit: { unit_singular: 'k token', unit_plural: 'k tokens', conversion_rate: 1000 } })
     expect(calls.group).toEqual({ feature_id: ids.calls, source: 'sdk' })
     expect(calls.price_id).toMatch(/^price_/)
     expect(calls.sub_line_item_id).toBeTruthy()

@@ -314,6 +314,59 @@ describe('a trial charged automatically', () => {
     expect(await syncOf(trial.id)).toMatchObject([{ sync_status: 'SYNCED', provider_status: 'setup_open' }])
     expect((await invoice(trial.id)).metadata.checkout_status).toBe('open')
   })
+
+  it('end to end: a badly signed setup notification changes nothing; the signed one saves the card, and the trial-end invoice is charged to it', async () => {
+    const conn = await call(h, 'GET', `/v1/connections/${connection.id}`)
+    await call(h, 'PUT', `/v1/connections/${connection.id}`, { metadata: { ...conn.metadata, checkout_success_url: 'https://app.example.test/welcome' } })
+    fake.addCustomer('cus_trial_e2e')
+    const cus = await customer(h, { integrations: [{ provider_type: 'stripe', provider_entity_id: 'cus_trial_e2e' }] })
+    const p = await plan(h, { prices: [fixedPrice('25.00', { invoice_cadence: 'ADVANCE' })] })
+    const started = new Date(clock.now().getTime() - 3_600_000).toISOString()
+    const trialEnd = new Date(clock.now().getTime() + 2 * 3_600_000).toISOString()
+    const sub = await subscribed(h, { customer_id: cus.id, plan_id: p.id, start_date: started, trial_start: started, trial_end: trialEnd, collection_method: 'charge_automatically', payment_behavior: 'default_incomplete' })
+    expect(sub.subscription_status).toBe('trialing')
+    await call(h, 'POST', '/v1/jobs/billing-run/run')
+    const [trial] = (await call(h, 'GET', `/v1/invoices?subscription_id=${sub.id}`)).items
+    await runSync()
+    const session = [...fake.sessions.values()].find((x) => x.metadata.meterbill_invoice_id === trial.id)!
+    fake.completeSetup(session.id, 'pm_card_mastercard')
+    const completed = stripeEvent('checkout.session.completed', { id: session.id, object: 'checkout.session', mode: 'setup', customer: 'cus_trial_e2e', setup_intent: session.setup_intent, metadata: session.metadata })
+
+    // Signed with another secret: 401, and neither Stripe nor our records hear of it.
+    const received = async () => (await h.running.deps.sql`SELECT count(*)::int AS n FROM provider_events`)[0].n
+    const [events, requests, before] = [await received(), fake.requests.length, await invoice(trial.id)]
+    const bad = await notify(completed, { secret: 'whsec_wrong' })
+    expect([bad.status, bad.body.details]).toEqual([401, { reason: 'mismatch' }])
+    expect(fake.customers.get('cus_trial_e2e')!.invoice_settings.default_payment_method).toBeNull()
+    expect([fake.requests.length, await received()]).toEqual([requests, events])
+    const unchanged = await invoice(trial.id)
+    expect([unchanged.version, unchanged.payment_status, unchanged.metadata.checkout_status]).toEqual([before.version, before.payment_status, 'open'])
+    expect((await call(h, 'GET', `/v1/subscriptions/${sub.id}`)).subscription_status).toBe('trialing')
+
+    // Signed: the card is the default, the trial invoice settled, the trial runs on.
+    expect((await notify(completed)).body).toMatchObject({ outcome: 'card_saved', invoice_id: trial.id })
+    expect(fake.customers.get('cus_trial_e2e')!.invoice_settings.default_payment_method).toBe('pm_card_mastercard')
+    expect(await invoice(trial.id)).toMatchObject({ payment_status: 'SUCCEEDED', metadata: { checkout_status: 'completed' } })
+    expect((await call(h, 'GET', `/v1/subscriptions/${sub.id}`)).subscription_status).toBe('trialing')
+
+    // The trial ends: the subscription is active and its first charge, 25.00 in advance, goes to that card.
+    clock.advance(2 * 3_600_000 + 60_000)
+    await call(h, 'POST', '/v1/jobs/subscription-lifecycle/run')
+    await call(h, 'POST', '/v1/jobs/billing-run/run')
+    expect((await call(h, 'GET', `/v1/subscriptions/${sub.id}`)).subscription_status).toBe('active')
+    // Finalized once the grace period for late events (INVOICE_GRACE_PERIOD_MINUTES, 60) has passed.
+    clock.advance(61 * 60_000)
+    await call(h, 'POST', '/v1/jobs/billing-run/run')
+    const charge = (await call(h, 'GET', `/v1/invoices?subscription_id=${sub.id}`)).items.find((i: any) => i.id !== trial.id)
+    expect(charge).toMatchObject({ billing_reason: 'SUBSCRIPTION_TRIAL_END', invoice_status: 'FINALIZED', total: '25' })
+    await runSync()
+    const [pushed] = stripeInvoiceOf(charge.id)
+    expect(pushed).toMatchObject({ customer: 'cus_trial_e2e', collection_method: 'charge_automatically', status: 'paid', amount_paid: 2500, payment_method: 'pm_card_mastercard' })
+    expect(await paymentsOf(charge.id)).toEqual([['CARD', 'stripe', pushed.id, '25', 'PENDING', null]])
+    expect((await notify(invoicePaid(pushed))).body.outcome).toBe('payment_recorded')
+    expect(await invoice(charge.id)).toMatchObject({ payment_status: 'SUCCEEDED', amount_paid: '25' })
+    expect((await call(h, 'GET', `/v1/subscriptions/${sub.id}`)).subscription_status).toBe('active')
+  })
 })
 
 describe('callbacks', () => {

@@ -2,6 +2,7 @@
 // snake_case is mapped to the service's request here, and the answer to the wire shape, in one place each.
 import { D } from '../../core/money.ts'
 import { WINDOW_SIZES, type WindowSize } from '../../core/periods.ts'
+import { inReportingUnit } from '../../core/reporting-unit.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { EXPANDABLE, usageAnalytics, type Analytics, type AnalyticsItem, type AnalyticsRequest, type Expandable } from '../../domains/analytics/service.ts'
@@ -62,12 +63,11 @@ const analyticsRequest = (b: AnalyticsBody): AnalyticsRequest => ({
   offset: b.offset ?? 0,
 })
 
-/** Usage in the feature's reporting unit when it has one (usage ÷ conversion_rate), with the unit's name. */
+/** Usage in the feature's reporting unit when it has one (core/reporting-unit.ts, as the invoice PDF shows it), else with the feature's unit. */
 function usageDisplay(item: AnalyticsItem): string {
   const f = item.feature
-  const value = f.reporting_unit?.conversion_rate ? new D(item.totalUsage).div(f.reporting_unit.conversion_rate).toFixed() : item.totalUsage
-  const unit = f.reporting_unit ? (f.reporting_unit.unit_plural ?? f.reporting_unit.unit_singular) : f.unit_plural
-  return unit ? `${value} ${unit}` : value
+  if (f.reporting_unit) return inReportingUnit(new D(item.totalUsage), f.reporting_unit)
+  return f.unit_plural ? `${item.totalUsage} ${f.unit_plural}` : item.totalUsage
 }
 
 const presentItem = (item: AnalyticsItem, currency: string, windowSize: WindowSize | undefined) => {

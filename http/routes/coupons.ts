@@ -6,6 +6,7 @@ import { toWire } from '../../domains/records/wire.ts'
 import * as service from '../../domains/invoicing/coupons/service.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
+const ids: JsonSchema = { type: 'array', minItems: 1, maxItems: 100, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 255 } }
 
 export const couponRoutes: Route[] = [
   defineRoute<service.AssociateInput>({
@@ -62,7 +63,17 @@ export const couponRoutes: Route[] = [
         max_redemptions: { type: 'integer', minimum: 1 },
         redeem_after: dateTime,
         redeem_before: dateTime,
-        rules: { type: 'object' },
+        rules: {
+          type: 'object',
+          additionalProperties: false,
+          description: 'what the coupon may discount (docs/catalog.md, "Coupon rules"); every restriction given must hold',
+          properties: {
+            plan_ids: { ...ids, description: 'only lines billed under one of these plans' },
+            price_ids: { ...ids, description: 'only lines billing one of these prices' },
+            minimum_amount: { ...nonNegativeDecimal, description: 'only invoices whose subtotal (before discounts and taxes) reaches it' },
+            minimum_amount_currency: { ...currencySchema, description: "the minimum's currency: a fixed coupon's own (the default), required for a percentage coupon" },
+          },
+        },
         metadata: metadataSchema,
       },
     },

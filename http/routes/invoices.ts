@@ -3,7 +3,7 @@ import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { currencySchema, dateTime, decimalString, idList, metadataSchema, nonNegativeDecimal, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
-import { renderPdf } from '../../domains/invoicing/invoices/pdf.ts'
+import { invoicePdf } from '../../domains/invoicing/invoices/pdf.ts'
 import * as finalize from '../../domains/invoicing/invoices/finalize.ts'
 import * as payments from '../../domains/invoicing/invoices/payments.ts'
 import * as read from '../../domains/invoicing/invoices/read.ts'
@@ -219,11 +219,11 @@ export const invoiceRoutes: Route[] = [
     summary: 'The invoice as a PDF document',
     permission: 'read',
     handler: async ({ deps, actor, params, ctx }) => {
-      const invoice = await read.getInvoice(deps, actor, params.id)
+      const { invoice, pdf } = await invoicePdf(deps, actor, params.id)
       ctx.status = 200
       ctx.type = 'application/pdf'
       ctx.set('Content-Disposition', `inline; filename="${invoice.invoice_number ?? invoice.id}.pdf"`)
-      ctx.body = await renderPdf(invoice)
+      ctx.body = pdf
       return undefined
     },
   }),

@@ -1,10 +1,11 @@
 // Features: what a plan can include. Metered features count usage through a meter (issue 3's, looked up
 // through its service); boolean ones switch something on; static ones carry a value such as "24/7".
 import { validationError } from '../../../core/errors.ts'
+import type { ReportingUnit } from '../../../core/reporting-unit.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { insertRecord, requireRecord } from '../../../infra/records.ts'
+import { insertRecord, publishedIn, requireRecord } from '../../../infra/records.ts'
 import { guards } from '../../records/guards.ts'
 import { requireGroup } from '../groups/service.ts'
 import { getMeter, insertMeterIn, metersByIds, type CreateMeterInput, type Meter } from '../meters/service.ts'
@@ -134,3 +135,11 @@ export const features = {
 /** A published feature a new record (an entitlement) may refer to. */
 export const requireFeature = (db: Db, scope: Scope, id: string): Promise<store.FeatureRow> =>
   referenced('feature_id', requireRecord<store.FeatureRow>(db, store.FEATURES, scope, id, { published: true }))
+
+/** The reporting unit of each meter's feature that has one (the oldest such feature when several share a meter): how invoices show usage. */
+export async function reportingUnitsOfMeters(db: Db, scope: Scope, meterIds: string[]): Promise<Map<string, ReportingUnit>> {
+  const rows = await publishedIn<store.FeatureRow>(db, store.FEATURES, scope, 'meter_id', meterIds)
+  const units = new Map<string, ReportingUnit>()
+  for (const f of rows) if (f.meter_id && f.reporting_unit && !units.has(f.meter_id)) units.set(f.meter_id, f.reporting_unit)
+  return units
+}

@@ -3,6 +3,7 @@
 // it or one line item), or by a one-off invoice; max_redemptions and the redemption window are checked
 // then, under the coupon's row lock.
 import { assertRedeemable, type Coupon } from '../../../core/billing/coupons.ts'
+import { checkCouponRules, type CouponRules } from '../../../core/billing/coupon-rules.ts'
 import { moneyAmount, percentage } from '../../../core/billing/amounts.ts'
 import { AppError, invalidOperation, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
@@ -11,6 +12,8 @@ import type { Db, Tx } from '../../../infra/postgres.ts'
 import { filterConditions, findRecords, insertRecord, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
+import { requireOffering } from '../../catalog/offerings/kinds.ts'
+import { getPrice } from '../../catalog/prices/service.ts'
 import { toWire } from '../../records/wire.ts'
 import { requireLineItem, requireSubscription } from '../../subscriptions/read.ts'
 import { subscriptionReferences } from '../../subscriptions/service.ts'
@@ -32,7 +35,7 @@ export interface CreateCouponInput {
   max_redemptions?: number
   redeem_after?: string
   redeem_before?: string
-  rules?: Record<string, unknown>
+  rules?: CouponRules
   metadata?: Record<string, string>
 }
 
@@ -59,8 +62,15 @@ function checked(input: CreateCouponInput) {
     currency: input.currency?.toUpperCase(),
     amount_off: fixed ? moneyAmount(input.amount_off!, input.currency!, 'amount_off') : undefined,
     percentage_off: fixed ? undefined : percentage(input.percentage_off, 'percentage_off'),
+    rules: checkCouponRules(input.rules ?? {}, input),
     metadata: input.metadata ?? {},
   }
+}
+
+/** The plans and prices a coupon's rules name must be this environment's (plans published; prices in any status, as invoice lines may bill a retired one). */
+async function checkRuleReferences(deps: Deps, actor: Actor, rules: CouponRules): Promise<void> {
+  for (const [i, planId] of (rules.plan_ids ?? []).entries()) await referenced(`rules.plan_ids[${i}]`, requireOffering(deps.sql, actor, 'PLAN', planId))
+  for (const [i, priceId] of (rules.price_ids ?? []).entries()) await referenced(`rules.price_ids[${i}]`, getPrice(deps, actor, priceId))
 }
 
 /**
@@ -70,7 +80,11 @@ function checked(input: CreateCouponInput) {
 export const coupons = recordService<store.CouponRow, CreateCouponInput, UpdateCouponInput>({
   table: store.COUPONS,
   filters: store.FILTERS,
-  checkCreate: (_deps, _actor, input) => checked(input),
+  async checkCreate(deps, actor, input) {
+    const fields = checked(input)
+    await checkRuleReferences(deps, actor, fields.rules)
+    return fields
+  },
 })
 
 // A subscription's coupons must be published coupons of its environment.

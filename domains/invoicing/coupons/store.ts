@@ -1,4 +1,5 @@
 // Coupons and their associations to subscriptions.
+import type { CouponRules } from '../../../core/billing/coupon-rules.ts'
 import type { Decimal } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
@@ -23,7 +24,7 @@ export interface CouponRow extends RecordRow {
   total_redemptions: number
   redeem_after: Date | null
   redeem_before: Date | null
-  rules: Record<string, unknown>
+  rules: CouponRules
 }
 
 export interface AssociationRow extends RecordRow {

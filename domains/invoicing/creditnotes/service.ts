@@ -4,8 +4,9 @@
 // cannot credit the same money twice. Finalizing numbers the note (CN-…, gap-free) and moves the
 // invoice's adjustment_amount or refunded_amount and payment status; voiding a finalized adjustment
 // moves them back.
-import { applyCreditNote, buildCreditNote, creditableAmounts, reverseCreditNote, type CreditableInvoice } from '../../../core/billing/credit-notes.ts'
+import { applyCreditNote, buildCreditNote, creditableAmounts, creditNoteTax, reverseCreditNote, type CreditableInvoice } from '../../../core/billing/credit-notes.ts'
 import { invalidOperation, notFound } from '../../../core/errors.ts'
+import type { Decimal } from '../../../core/money.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
@@ -61,7 +62,7 @@ const viewOf = async (db: Db, scope: Scope, row: store.NoteRow): Promise<CreditN
 
 /** The invoice as the credit-note rules read it: its payment state and its lines' charges. */
 async function creditable(tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<CreditableInvoice> {
-  return { ...paymentState(invoice), line_items: await invoiceLines(tx, scope, invoice.id) }
+  return { ...paymentState(invoice), line_items: await invoiceLines(tx, scope, [invoice.id]) }
 }
 
 export async function createCreditNote(deps: Deps, actor: Actor, input: CreateCreditNoteInput): Promise<CreditNoteView> {
@@ -180,4 +181,9 @@ export async function listCreditNotes(deps: Deps, actor: Actor, { params, filter
 }
 
 /** Notes finalized or voided in [start, end) (the accounting journal's credit notes). */
-export const journalCreditNotes = (db: Db, scope: Scope, start: Date, end: Date): Promise<store.NoteRow[]> => finalizedOrVoidedBetween<store.NoteRow>(db, store.NOTES, scope, start, end)
+/** The notes finalized or voided in [start, end), each with the tax part of its total (creditNoteTax). */
+export async function journalCreditNotes(db: Db, scope: Scope, start: Date, end: Date): Promise<(store.NoteRow & { total_tax: Decimal })[]> {
+  const notes = await finalizedOrVoidedBetween<store.NoteRow>(db, store.NOTES, scope, start, end)
+  const [lines, invoiceLineRows] = await Promise.all([store.linesOf(db, scope, notes.map((n) => n.id)), invoiceLines(db, scope, [...new Set(notes.map((n) => n.invoice_id))])])
+  return notes.map((n) => ({ ...n, total_tax: creditNoteTax(lines.filter((l) => l.credit_note_id === n.id), invoiceLineRows, n.currency) }))
+}

@@ -62,7 +62,7 @@ export function assemble(spec: InvoiceSpec): Assembled {
   const computed = computeInvoice({
     currency: spec.currency,
     invoice_date: spec.invoice_date,
-    lines: spec.lines.map((l) => l.input),
+    lines: spec.lines.map((l) => ({ ...l.input, plan_id: l.fields.plan_id ?? undefined })),
     coupons: spec.coupons,
     taxes: spec.taxes.map((rate) => ({ rate, tax_association_id: rate.tax_association_id })),
     prepaid: spec.prepaid,

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../../core/clock.ts'
-import { customer, eventsOf, fixedPrice, meter, plan, usagePrice } from '../../../test/catalog.ts'
+import { customer, eventsOf, feature, fixedPrice, meter, plan, usagePrice } from '../../../test/catalog.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import type { CustomerWire, InvoiceWire, LineItemWire } from '../../../test/wire.ts'
 
@@ -27,6 +27,7 @@ let h: Harness
 let cus: CustomerWire
 let pricePro: string
 let priceStorage: string
+let catalogPlan: string
 const clock = fixedClock('2024-05-10T12:00:00Z')
 
 beforeAll(async () => {
@@ -35,6 +36,7 @@ beforeAll(async () => {
   // Lines may name the prices they bill; those must be prices of this environment.
   const catalog = await plan(h, { prices: [fixedPrice('49'), usagePrice((await meter(h)).id, '0.08')] })
   ;[pricePro, priceStorage] = catalog.prices.map((p: { id: string }) => p.id)
+  catalogPlan = catalog.id
 })
 afterAll(() => h?.stop())
 
@@ -192,6 +194,85 @@ describe('coupons and taxes on one invoice (docs/billing.md, the USD worked exam
       writeFileSync(join(dir, 'invoice.pdf'), bytes)
       execFileSync('pdftoppm', ['-png', '-r', '80', join(dir, 'invoice.pdf'), process.env.INVOICE_PDF_PNG])
     }
+  })
+})
+
+describe('coupon rules', () => {
+  it('are checked when the coupon is made: a bad one is 400 (an unknown plan 404) naming rules.<field>, and nothing is written', async () => {
+    const count = async () => (await h.http('GET', '/v1/coupons?limit=1')).body.pagination.total
+    const before = await count()
+    const base = { name: 'Ruled', type: 'percentage', cadence: 'forever', percentage_off: '10' }
+    for (const [rules, status, field] of [
+      [{ minimum_amount: '50' }, 400, 'rules.minimum_amount_currency'],
+      [{ minimum_amount: '50.001', minimum_amount_currency: 'USD' }, 400, 'rules.minimum_amount'],
+      [{ currencies: ['USD'] }, 400, 'rules.currencies'],
+      [{ plan_ids: [] }, 400, 'rules.plan_ids'],
+      [{ price_ids: 'price_x' }, 400, 'rules.price_ids'],
+      [{ plan_ids: ['plan_nope'] }, 404, 'rules.plan_ids[0]'],
+      [{ price_ids: [pricePro, 'price_nope'] }, 404, 'rules.price_ids[1]'],
+    ] as const) {
+      const res = await post('/v1/coupons', { ...base, rules })
+      expect([res.status, Object.keys(res.body.details ?? {})], JSON.stringify(rules)).toEqual([status, expect.arrayContaining([field])])
+    }
+    const fixed = await post('/v1/coupons', { name: 'Ruled', type: 'fixed', cadence: 'once', amount_off: '5.00', currency: 'USD', rules: { minimum_amount: '200.00', minimum_amount_currency: 'EUR' } })
+    expect([fixed.status, Object.keys(fixed.body.details)]).toEqual([400, ['rules.minimum_amount_currency']])
+    expect(await count()).toBe(before)
+    const made = await post('/v1/coupons', { name: 'Ruled', type: 'fixed', cadence: 'once', amount_off: '5.00', currency: 'usd', rules: { minimum_amount: '200.00', plan_ids: [catalogPlan] } })
+    expect([made.status, made.body.rules]).toEqual([201, { minimum_amount: '200', minimum_amount_currency: 'USD', plan_ids: [catalogPlan] }])
+  })
+
+  it('discount only what they cover: 10% on Storage only is 9.87 of 147.73; a 200.00 minimum and another plan take nothing', async () => {
+    const other = await plan(h)
+    const storageOnly = (await post('/v1/coupons', { name: 'Storage 10%', type: 'percentage', cadence: 'forever', percentage_off: '10', rules: { price_ids: [priceStorage] } })).body
+    const over200 = (await post('/v1/coupons', { name: 'Big order', type: 'fixed', cadence: 'forever', amount_off: '5.00', currency: 'USD', rules: { minimum_amount: '200.00' } })).body
+    const otherPlan = (await post('/v1/coupons', { name: 'Other plan', type: 'percentage', cadence: 'forever', percentage_off: '20', rules: { plan_ids: [other.id] } })).body
+    const thisPlan = (await post('/v1/coupons', { name: 'This plan', type: 'fixed', cadence: 'forever', amount_off: '1.00', currency: 'USD', rules: { plan_ids: [catalogPlan] } })).body
+    const inv = await draft({
+      // Pro plan 49.00 under the plan, Storage 98.73 without one: 147.73.
+      line_items: [
+        { display_name: 'Pro plan', amount: '49.00', quantity: '1', price_id: pricePro, plan_id: catalogPlan },
+        { display_name: 'Storage (GB)', amount: '98.73', quantity: '1234.5', price_id: priceStorage, price_type: 'USAGE' },
+      ],
+      coupons: [storageOnly.id, over200.id, otherPlan.id, thisPlan.id],
+      // 10% of Storage's 98.73 = 9.873 → 9.87; 1.00 on the Pro line only (the one under this plan); 147.73 − 10.87 = 136.86.
+      total: '136.86',
+      amount_due: '136.86',
+    })
+    expect([inv.subtotal, inv.total_discount, inv.total]).toEqual(['147.73', '10.87', '136.86'])
+    expect(inv.line_items.map((l: LineItemWire) => [l.display_name, l.line_item_discount, l.invoice_level_discount])).toEqual([
+      ['Pro plan', '0', '1'],
+      ['Storage (GB)', '0', '9.87'],
+    ])
+    // Only the coupons that discounted something are applied: 98.73 was Storage-only's base, 49.00 this plan's.
+    expect(inv.coupon_applications.map((a: InvoiceWire['coupon_applications'][number]) => [a.coupon_id, a.original_price, a.discounted_amount])).toEqual([
+      [storageOnly.id, '98.73', '9.87'],
+      [thisPlan.id, '49', '1'],
+    ])
+  })
+})
+
+describe('the PDF of usage lines', () => {
+  it("shows a usage line's quantity in its feature's reporting unit: 1500000 tokens at 1000000 per M token are 1.5 M tokens", async () => {
+    const tokens = await feature(h, 'metered', { reporting_unit: { unit_singular: 'M token', unit_plural: 'M tokens', conversion_rate: 1000000 } })
+    const oneM = await feature(h, 'metered', { reporting_unit: { unit_singular: 'M token', unit_plural: 'M tokens', conversion_rate: 1000000 } })
+    const inv = await draft({
+      subtotal: '54.50',
+      total: '54.50',
+      amount_due: '54.50',
+      line_items: [
+        { display_name: 'Pro plan', amount: '49.00', quantity: '1', price_id: pricePro },
+        // 1.5 M tokens × 2.00 = 3.00; 1 M token × 2.00 = 2.00; 1234.5 GB without a reporting unit × 0.0004 ≈ 0.50.
+        { display_name: 'Input tokens', amount: '3.00', quantity: '1500000', price_type: 'USAGE', meter_id: tokens.meter_id },
+        { display_name: 'Output tokens', amount: '2.00', quantity: '1000000', price_type: 'USAGE', meter_id: oneM.meter_id },
+        { display_name: 'Storage (GB)', amount: '0.50', quantity: '1234.5', price_id: priceStorage, price_type: 'USAGE' },
+      ],
+    })
+    await post(`/v1/invoices/${inv.id}/finalize`)
+    const pdf = await fetch(`${h.baseUrl}/v1/invoices/${inv.id}/pdf`, { headers: { 'x-api-key': h.key } })
+    expect(pdf.status).toBe(200)
+    const text = await pdfText(Buffer.from(await pdf.arrayBuffer()))
+    for (const s of ['Input tokens', '1.5 M tokens', '3.00 USD', 'Output tokens', '1 M token ', '1234.5', '54.50 USD']) expect(text).toContain(s)
+    expect(text).not.toContain('1500000')
   })
 })
 

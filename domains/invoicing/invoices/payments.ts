@@ -95,7 +95,7 @@ export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Aud
   return view
 }
 
-export const invoiceLines = async (db: Db, scope: Scope, id: string): Promise<store.LineItemRow[]> => (await store.childrenOf(db, scope, [id])).lines
+export const invoiceLines = async (db: Db, scope: Scope, ids: string[]): Promise<store.LineItemRow[]> => (await store.childrenOf(db, scope, ids)).lines
 
 /** Moves a locked invoice to a new payment state (a payment, a credit note) and announces it. */
 export async function setPaymentState(tx: Tx, scope: Scope, audit: Audit, id: string, state: PaymentState): Promise<InvoiceView> {

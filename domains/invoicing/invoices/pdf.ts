@@ -1,13 +1,25 @@
 // The invoice as a PDF a finance team could send: number and dates, who is billed, every line with its
 // period, quantity and amount, the discounts, each tax, the totals and what is still due. Amounts are
-// printed with the currency's minor digits, exactly as stored (the PDF computes nothing).
+// printed with the currency's minor digits, exactly as stored (the PDF computes nothing); a usage line whose
+// meter's feature has a reporting unit shows its quantity in that unit (core/reporting-unit.ts).
 import PDFDocument from 'pdfkit'
 import { formatMoney, type Decimal } from '../../../core/money.ts'
-import type { InvoiceView } from './read.ts'
+import { inReportingUnit, type ReportingUnit } from '../../../core/reporting-unit.ts'
+import type { Actor } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import { reportingUnitsOfMeters } from '../../catalog/features/service.ts'
+import { getInvoice, type InvoiceView } from './read.ts'
 
 const day = (d: Date | null | undefined): string => (d ? d.toISOString().slice(0, 10) : '—')
 
-export function renderPdf(invoice: InvoiceView): Promise<Buffer> {
+/** An invoice and its PDF, its usage lines' reporting units read from the catalog as it is now. */
+export async function invoicePdf(deps: Deps, actor: Actor, id: string): Promise<{ invoice: InvoiceView; pdf: Buffer }> {
+  const invoice = await getInvoice(deps, actor, id)
+  const meterIds = invoice.line_items.flatMap((l) => (l.price_type === 'USAGE' && l.meter_id ? [l.meter_id] : []))
+  return { invoice, pdf: await renderPdf(invoice, await reportingUnitsOfMeters(deps.sql, actor, meterIds)) }
+}
+
+function renderPdf(invoice: InvoiceView, units: Map<string, ReportingUnit>): Promise<Buffer> {
   const doc = new PDFDocument({ size: 'A4', margin: 50, info: { Title: `Invoice ${invoice.invoice_number ?? invoice.id}` } })
   const chunks: Buffer[] = []
   doc.on('data', (c: Buffer) => chunks.push(c))
@@ -35,11 +47,11 @@ export function renderPdf(invoice: InvoiceView): Promise<Buffer> {
   doc.font('Helvetica-Bold').text('Bill to', left + 320, 85)
   doc.font('Helvetica').text(address.join('\n'), left + 320, 100, { width: 180 })
 
-  // Lines: description (with period), quantity, amount.
+  // Lines: description (with period), quantity (in the reporting unit when there is one), amount.
   y = Math.max(y, 100 + address.length * 13) + 25
-  const cols = { desc: left, qty: left + 300, amount: left + 370 }
+  const cols = { desc: left, qty: left + 240, amount: left + 370 }
   doc.font('Helvetica-Bold')
-  doc.text('Description', cols.desc, y).text('Quantity', cols.qty, y, { width: 60, align: 'right' }).text('Amount', cols.amount, y, { width: width - 370, align: 'right' })
+  doc.text('Description', cols.desc, y).text('Quantity', cols.qty, y, { width: 120, align: 'right' }).text('Amount', cols.amount, y, { width: width - 370, align: 'right' })
   y += 15
   doc.moveTo(left, y).lineTo(left + width, y).stroke()
   y += 6
@@ -47,13 +59,15 @@ export function renderPdf(invoice: InvoiceView): Promise<Buffer> {
   for (const l of invoice.line_items) {
     const period = l.period_start ? `${day(l.period_start)} – ${day(l.period_end)}` : ''
     const text = [l.display_name ?? l.price_id ?? 'Item', period].filter(Boolean).join('\n')
-    const h = doc.heightOfString(text, { width: 290 })
+    const unit = l.price_type === 'USAGE' && l.meter_id ? units.get(l.meter_id) : undefined
+    const quantity = unit ? inReportingUnit(l.quantity, unit) : l.quantity.toFixed()
+    const h = Math.max(doc.heightOfString(text, { width: 230 }), doc.heightOfString(quantity, { width: 120 }))
     if (y + h > doc.page.height - 160) {
       doc.addPage()
       y = 50
     }
-    doc.text(text, cols.desc, y, { width: 290 })
-    doc.text(l.quantity.toFixed(), cols.qty, y, { width: 60, align: 'right' })
+    doc.text(text, cols.desc, y, { width: 230 })
+    doc.text(quantity, cols.qty, y, { width: 120, align: 'right' })
     doc.text(money(l.amount), cols.amount, y, { width: width - 370, align: 'right' })
     y += Math.max(h, 12) + 6
   }
