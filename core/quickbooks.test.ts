@@ -12,8 +12,9 @@ const line = (display_name: string | null, amount: string, discount = '0', tax =
 
 describe('invoiceCharges', () => {
   it('charges each line net of discounts with its tax share; prepaid credits become a discount', () => {
-    // 100.00 − 10.00 + 8.55 = 98.55; 20.10 + 1.90 = 22.00; 0 dropped. Sum 120.55, amount_due 100.55: 20.00 off.
-    const c = invoiceCharges({ currency: 'USD', amount_due: new D('100.55'), line_items: [line('API: calls', '100.00', '10.00', '8.55'), line('Seats', '20.10', '0', '1.90'), line(null, '0')] })
+    // 100.00 − 10.00 + 8.55 = 98.55; 20.10 + 1.90 = 22.00; 0 dropped. Sum 120.55; asked at finalization
+    // 95.55 + 5.00 (a later adjustment note, pushed as a Credit Memo of its own) = 100.55: 20.00 off.
+    const c = invoiceCharges({ currency: 'USD', amount_due: new D('95.55'), adjustment_amount: new D('5'), line_items: [line('API: calls', '100.00', '10.00', '8.55'), line('Seats', '20.10', '0', '1.90'), line(null, '0')] })
     expect(c.lines.map((l) => [l.name, l.amount.toFixed(2)])).toEqual([
       ['API- calls', '98.55'],
       ['Seats', '22.00'],
@@ -22,7 +23,7 @@ describe('invoiceCharges', () => {
   })
 
   it('adds an Adjustments line when the invoice asks more than its lines', () => {
-    const c = invoiceCharges({ currency: 'JPY', amount_due: new D('1001'), line_items: [line('Usage', '1000')] })
+    const c = invoiceCharges({ currency: 'JPY', amount_due: new D('1001'), adjustment_amount: new D(0), line_items: [line('Usage', '1000')] })
     expect(c.lines.map((l) => [l.name, l.amount.toFixed()])).toEqual([
       ['Usage', '1000'],
       ['Adjustments', '1'],

@@ -39,16 +39,17 @@ const DOC_NUMBER_MAX = 21
  * Each line as it charges (amount − discounts + its tax share, so the QuickBooks total is ours without
  * its tax setup), grouped under an item named after the line; what is left between those charges and
  * what the invoice asks (prepaid credits applied at finalization, rounding) is a discount when it lowers
- * it and an "Adjustments" line when it raises it. The QuickBooks balance is then our amount_due.
+ * it and an "Adjustments" line when it raises it. The QuickBooks balance is then what the invoice asked at
+ * finalization: amount_due before adjustment credit notes, which go as Credit Memos of their own.
  */
-export function invoiceCharges(invoice: { currency: string; amount_due: Decimal; line_items: ChargedLine[] }): InvoiceCharges {
+export function invoiceCharges(invoice: { currency: string; amount_due: Decimal; adjustment_amount: Decimal; line_items: ChargedLine[] }): InvoiceCharges {
   const lines = invoice.line_items
     .map((l) => ({
       name: qboName(l.display_name, ITEM_NAME_MAX, 'Charge'),
       amount: roundMoney(l.amount.minus(l.line_item_discount).minus(l.invoice_level_discount).plus(l.tax_amount), invoice.currency),
     }))
     .filter((l) => !l.amount.isZero())
-  const rest = invoice.amount_due.minus(sumMoney(lines.map((l) => l.amount)))
+  const rest = invoice.amount_due.plus(invoice.adjustment_amount).minus(sumMoney(lines.map((l) => l.amount)))
   if (rest.gt(0)) return { lines: [...lines, { name: 'Adjustments', amount: rest }], discount: new D(0) }
   return { lines, discount: rest.negated() }
 }
