@@ -3,7 +3,7 @@
 import type { Scope } from '../../core/scope.ts'
 import type { Db } from '../../infra/postgres.ts'
 
-export type EntityType = 'invoice' | 'credit_note' | 'payment'
+type EntityType = 'invoice' | 'credit_note' | 'payment'
 type SyncStatus = 'PENDING' | 'SYNCED' | 'FAILED' | 'SKIPPED'
 
 export interface AccountingSyncRow {

@@ -63,6 +63,8 @@ describe('a QuickBooks connection', () => {
     expect([made.provider_type, made.webhook_url, made.encrypted_secret_data]).toEqual(['quickbooks', null, undefined])
     expect(JSON.stringify(await call(h, 'GET', `/v1/connections/${made.id}`))).not.toContain(qbo.clientSecret)
     expect((await h.http('POST', `/v1/webhooks/quickbooks/${made.tenant_id}/${made.environment_id}`, { key: null, raw: '{}' })).status).toBe(404)
+    expect(await call(h, 'GET', '/v1/secrets/integrations/by-provider/quickbooks')).toMatchObject({ id: made.id, provider: 'quickbooks', type: 'integration' })
+    expect((await call(h, 'GET', '/v1/secrets/integrations/linked')).providers).toEqual(['quickbooks'])
     clock.advance(1000)
   })
 })
