@@ -29,6 +29,8 @@ export interface FakeQuickbooks {
   failOn?: string
   /** Creates of these entities (lower case) are accepted, then the connection is dropped unanswered, once each. */
   dropAfterAccept: Set<string>
+  /** Called when such a create was accepted, before the connection is dropped (a crash test kills its worker here). */
+  onDrop?: (entity: string) => void
   stop(): Promise<void>
 }
 
@@ -175,7 +177,10 @@ export async function startFakeQuickbooks(options: { realm?: string } = {}): Pro
       const made = make(entity, JSON.parse(text))
       const answer = { [entity]: made, time: new Date().toISOString() }
       if (requestid) replies.set(requestid, { status: 200, body: answer })
-      if (fake.dropAfterAccept.delete(m[2])) return void req.socket.destroy()
+      if (fake.dropAfterAccept.delete(m[2])) {
+        fake.onDrop?.(m[2])
+        return void req.socket.destroy()
+      }
       return json(res, 200, answer)
     } catch (err) {
       if (!(err instanceof Fault)) throw err
