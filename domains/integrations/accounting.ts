@@ -28,10 +28,11 @@ const BATCH = 200
 
 type Outcome = 'synced' | 'retrying' | 'failed' | 'skipped' | 'waiting'
 
-/** One QuickBooks session per connection and run, and the income account new items are booked to. */
+/** One QuickBooks session per connection and run, the income account new items are booked to, and the items met (by name), so a run asks for each once. */
 interface Company {
   session: qbo.QuickbooksSession
   incomeAccount(): Promise<string>
+  items: Map<string, Promise<string>>
 }
 
 /** Opens the session; the rotated refresh token is stored (sealed) before anything is pushed with it. */
@@ -45,7 +46,7 @@ async function open(deps: Deps, connection: ConnectionRow): Promise<Company> {
     if (!found) throw new ProviderError("quickbooks has no Income account for new items; set the connection's metadata.income_account_id")
     return found
   }
-  return { session, incomeAccount: () => (account ??= incomeAccount()) }
+  return { session, incomeAccount: () => (account ??= incomeAccount()), items: new Map() }
 }
 
 /** The customer's QuickBooks Customer: the mapped one, else one of the same display name, else made. */
@@ -64,7 +65,8 @@ async function itemRefs(company: Company, charges: Charge[]): Promise<Map<string
   const items = new Map<string, string>()
   for (const name of new Set(charges.map((c) => c.name))) {
     const body = async () => qboJson({ Name: name, Type: 'Service', IncomeAccountRef: { value: await company.incomeAccount() } })
-    items.set(name, await qbo.findOrCreate(company.session, 'Item', 'Name', name, `item:${name}`, body))
+    if (!company.items.has(name)) company.items.set(name, qbo.findOrCreate(company.session, 'Item', 'Name', name, `item:${name}`, body))
+    items.set(name, await company.items.get(name)!)
   }
   return items
 }

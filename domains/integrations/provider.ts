@@ -11,10 +11,10 @@ export type ProviderType = (typeof PROVIDER_TYPES)[number]
 export const PAYMENT_PROVIDER_TYPES = ['stripe'] as const satisfies readonly ProviderType[]
 export type PaymentProviderType = (typeof PAYMENT_PROVIDER_TYPES)[number]
 
-/** The secrets a connection cannot work without, per provider. */
-export const REQUIRED_SECRETS: Record<ProviderType, readonly string[]> = {
-  stripe: ['secret_key', 'webhook_secret'],
-  quickbooks: ['client_id', 'client_secret', 'refresh_token', 'realm_id'],
+/** A connection's secrets per provider: those it cannot work without, and the others it takes. */
+export const SECRET_FIELDS: Record<ProviderType, { required: readonly string[]; optional: readonly string[] }> = {
+  stripe: { required: ['secret_key', 'webhook_secret'], optional: ['publishable_key', 'account_id'] },
+  quickbooks: { required: ['client_id', 'client_secret', 'refresh_token', 'realm_id'], optional: ['token_url'] },
 }
 
 export interface ProviderSecrets {

@@ -58,13 +58,15 @@ describe('a QuickBooks connection', () => {
     expect((await call(h, 'GET', '/v1/connections')).pagination.total).toBe(before)
   })
 
-  it('is made beside Stripe-less environments; its secrets are never returned and it has no callback address', async () => {
+  it('is made with its secrets never returned and no callback address; the integration-secret calls see it', async () => {
     const made = await call(h, 'POST', '/v1/connections', { name: 'QuickBooks', provider_type: 'quickbooks', encrypted_secret_data: { quickbooks: secrets() }, api_base_url: qbo.url }, 201)
     expect([made.provider_type, made.webhook_url, made.encrypted_secret_data]).toEqual(['quickbooks', null, undefined])
     expect(JSON.stringify(await call(h, 'GET', `/v1/connections/${made.id}`))).not.toContain(qbo.clientSecret)
     expect((await h.http('POST', `/v1/webhooks/quickbooks/${made.tenant_id}/${made.environment_id}`, { key: null, raw: '{}' })).status).toBe(404)
     expect(await call(h, 'GET', '/v1/secrets/integrations/by-provider/quickbooks')).toMatchObject({ id: made.id, provider: 'quickbooks', type: 'integration' })
     expect((await call(h, 'GET', '/v1/secrets/integrations/linked')).providers).toEqual(['quickbooks'])
+    const foreign = await h.http('POST', '/v1/secrets/integrations/create/quickbooks', { body: { name: 'QuickBooks', credentials: { secret_key: 'sk_test_x' } } })
+    expect([foreign.status, foreign.body.details]).toEqual([400, { 'encrypted_secret_data.quickbooks.secret_key': expect.stringContaining('is not a quickbooks secret') }])
     clock.advance(1000)
   })
 })

@@ -18,7 +18,7 @@ import { trackPayment } from '../invoicing/payments/service.ts'
 import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
 import type { Progress } from '../../infra/scheduler.ts'
 import { linkCustomer } from './customer-link.ts'
-import { PROVIDER_TYPES, REQUIRED_SECRETS, ProviderError, type PaymentProvider, type PaymentProviderType, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType, type PushResult } from './provider.ts'
+import { PROVIDER_TYPES, SECRET_FIELDS, ProviderError, type PaymentProvider, type PaymentProviderType, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType, type PushResult } from './provider.ts'
 import { stripe } from './stripe.ts'
 import * as store from './store.ts'
 import { accountingSyncsOf, retryAccounting, type AccountingSyncRow } from './accounting-store.ts'
@@ -67,8 +67,14 @@ const syncConfig = (given: store.SyncConfig = {}, current: store.SyncConfig = {}
 }
 
 function secretsOf(provider: ProviderType, data: SecretData | undefined, current: Record<string, string> = {}): Record<string, string> {
-  const secrets = { ...current, ...data?.[provider] }
-  for (const field of REQUIRED_SECRETS[provider]) {
+  const { required, optional } = SECRET_FIELDS[provider]
+  const given = data?.[provider] ?? {}
+  // The credentials route takes every provider's fields: another provider's is refused, not stored.
+  for (const field of Object.keys(given)) {
+    if (!required.includes(field) && !optional.includes(field)) throw validationError(`encrypted_secret_data.${provider}.${field}`, `is not a ${provider} secret (${[...required, ...optional].join(', ')})`)
+  }
+  const secrets = { ...current, ...given }
+  for (const field of required) {
     if (!secrets[field]) throw validationError(`encrypted_secret_data.${provider}.${field}`, `is required for a ${provider} connection`)
   }
   return secrets
