@@ -2,8 +2,8 @@
 // no outside network here): Intuit's OAuth2 refresh (Basic client credentials, a rotating refresh token:
 // only the latest one works), and the v3 company API — query (`select * from X where F = '…'`), create
 // of customer, item, invoice, payment and creditmemo with QuickBooks' answers and Fault errors. It honours
-// `requestid` as QuickBooks documents: a repeated requestid answers the first response and creates
-// nothing. It can be taken down, fail one entity's creates, or accept a create and then drop the
+// `requestid` as QuickBooks documents: a repeated requestid answers the first response (a refusal too;
+// not an outage's 5xx) and creates nothing. It can be taken down, fail one entity's creates, or accept a create and then drop the
 // connection before answering (what a crash between QuickBooks accepting and us recording looks like).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -184,7 +184,10 @@ export async function startFakeQuickbooks(options: { realm?: string } = {}): Pro
       return json(res, 200, answer)
     } catch (err) {
       if (!(err instanceof Fault)) throw err
-      return json(res, err.status, { Fault: { Error: [{ Message: err.message, Detail: err.detail, code: err.code }], type: err.status >= 500 ? 'SystemFault' : 'ValidationFault' } })
+      const answer = { Fault: { Error: [{ Message: err.message, Detail: err.detail, code: err.code }], type: err.status >= 500 ? 'SystemFault' : 'ValidationFault' } }
+      const requestid = url.searchParams.get('requestid')
+      if (requestid && err.status < 500) replies.set(requestid, { status: err.status, body: answer })
+      return json(res, err.status, answer)
     }
   }
 

@@ -15,6 +15,7 @@ const clock = fixedClock('2024-05-10T12:00:00Z')
 const MINUTE = 60_000
 let h: Harness
 let qbo: FakeQuickbooks
+let connectionId: string
 
 const secrets = () => ({ client_id: qbo.clientId, client_secret: qbo.clientSecret, refresh_token: qbo.refreshToken, realm_id: qbo.realm, token_url: qbo.tokenUrl })
 
@@ -60,6 +61,7 @@ describe('a QuickBooks connection', () => {
 
   it('is made with its secrets never returned and no callback address; the integration-secret calls see it', async () => {
     const made = await call(h, 'POST', '/v1/connections', { name: 'QuickBooks', provider_type: 'quickbooks', encrypted_secret_data: { quickbooks: secrets() }, api_base_url: qbo.url }, 201)
+    connectionId = made.id
     expect([made.provider_type, made.webhook_url, made.encrypted_secret_data]).toEqual(['quickbooks', null, undefined])
     expect(JSON.stringify(await call(h, 'GET', `/v1/connections/${made.id}`))).not.toContain(qbo.clientSecret)
     expect((await h.http('POST', `/v1/webhooks/quickbooks/${made.tenant_id}/${made.environment_id}`, { key: null, raw: '{}' })).status).toBe(404)
@@ -175,6 +177,29 @@ describe('the sync job', () => {
     clock.advance(MINUTE)
     expect(await runSync()).toMatchObject({ synced: 2 })
     expect(ofOurs('Invoice', inv.id)[0].Balance).toBe(0)
+  })
+})
+
+describe('a push QuickBooks refused', () => {
+  it('is refused again while unchanged (QuickBooks replays the answer of a requestid), and goes through once its cause is fixed', async () => {
+    await call(h, 'PUT', `/v1/connections/${connectionId}`, { metadata: { income_account_id: '999' } })
+    const cust = await customer(h, { name: 'Soylent' })
+    const inv = await finalized(cust.id, ['8.00'], 'Gizmo')
+    clock.advance(MINUTE)
+    expect(await runSync()).toMatchObject({ retrying: 1 })
+    clock.advance(MINUTE)
+    expect(await runSync()).toMatchObject({ retrying: 1 })
+    const [row] = await accountingOf(inv.id)
+    expect([row.sync_status, row.attempts, row.last_error]).toEqual(['PENDING', 2, expect.stringContaining('Invalid Reference Id')])
+    const refused = qbo.creates.filter((c) => c.entity === 'Item').slice(-2)
+    expect(refused[0].requestid).toBe(refused[1].requestid)
+
+    await call(h, 'PUT', `/v1/connections/${connectionId}`, { metadata: { income_account_id: '1' } })
+    await call(h, 'POST', `/v1/invoices/${inv.id}/sync`)
+    expect(await runSync()).toMatchObject({ synced: 1 })
+    expect(all('Item').filter((i) => i.Name === 'Gizmo 1').map((i) => i.IncomeAccountRef.value)).toEqual(['1'])
+    expect(ofOurs('Invoice', inv.id)).toHaveLength(1)
+    await call(h, 'PUT', `/v1/connections/${connectionId}`, { metadata: {} })
   })
 })
 

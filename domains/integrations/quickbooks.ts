@@ -1,7 +1,7 @@
 // QuickBooks Online over its v3 REST API (JSON): an OAuth2 session from the connection's refresh token,
 // customers and items found by name or made once, and invoices, payments and credit memos created with
-// a requestid derived from our record, so a create retried after a crash (QuickBooks accepted it, we
-// never recorded it) is answered with the first one instead of making a second.
+// a requestid derived from our record and the request's content, so a create retried after a crash
+// (QuickBooks accepted it, we never recorded it) is answered with the first one instead of making a second.
 import { createHash } from 'node:crypto'
 import { qboQuery } from '../../core/quickbooks.ts'
 import { ProviderError } from './provider.ts'
@@ -93,11 +93,13 @@ export async function findOne(session: QuickbooksSession, entity: QboEntity, que
 }
 
 /**
- * Creates a record once: the requestid is a digest of the connection and `key` (our record), so QuickBooks
- * answers a repeat with the record the first request made. Its id.
+ * Creates a record once: the requestid is a digest of the connection, `key` (our record) and the body, so
+ * QuickBooks answers a repeat with the record the first request made. QuickBooks replays a refused
+ * request's answer too: a request changed since (the cause fixed) gets a requestid of its own. Its id.
  */
 export async function create(session: QuickbooksSession, entity: QboEntity, key: string, body: string): Promise<string> {
-  const requestid = createHash('sha256').update(`${session.connectionId}:${key}`).digest('hex').slice(0, 40)
+  // 40 hex digits: QuickBooks takes at most 50 characters, unique per company.
+  const requestid = createHash('sha256').update(`${session.connectionId}\n${key}\n${body}`).digest('hex').slice(0, 40)
   const url = `${session.base}/${entity.toLowerCase()}?${new URLSearchParams({ requestid, minorversion: MINOR_VERSION })}`
   const answer = await send(url, { method: 'POST', headers: { ...headers(session), 'content-type': 'application/json' }, body }, `create ${entity}`)
   const id = (answer[entity] as { Id?: unknown } | undefined)?.Id
