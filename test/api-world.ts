@@ -242,7 +242,11 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/webhooks/endpoints': [{ url: 'http://127.0.0.1:9/other', disabled: true }],
     'PUT /v1/webhooks/endpoints/{id}': [{ description: 'd' }],
     'POST /v1/webhooks/endpoints/search': [{ limit: 5 }],
-    'POST /v1/connections': [{ name: 'stripe', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test_y', webhook_secret: 'whsec_y' } } }],
+    'POST /v1/connections': [
+      { name: 'stripe', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test_y', webhook_secret: 'whsec_y' } } },
+      // A closed local port: a sync job run by the suite fails at once instead of looking for Intuit.
+      { name: 'quickbooks', provider_type: 'quickbooks', api_base_url: 'http://127.0.0.1:9', encrypted_secret_data: { quickbooks: { client_id: 'c', client_secret: 's', refresh_token: 'r', realm_id: '1', token_url: 'http://127.0.0.1:9/token' } } },
+    ],
     'PUT /v1/connections/{id}': [{ name: 'Renamed connection' }],
     'POST /v1/connections/search': [{ limit: 5 }],
     'POST /v1/events': [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 1 } }],

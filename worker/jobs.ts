@@ -5,11 +5,13 @@ import { checkBalanceAlerts, expireWalletCredits } from '../domains/credits/wall
 import { markOverdue, runBilling } from '../domains/invoicing/invoices/run.ts'
 import { deliverNew, retryDue, RUN_BUDGET_MS } from '../domains/webhooks/delivery.ts'
 import { syncInvoices } from '../domains/integrations/service.ts'
+import { syncAccounting } from '../domains/integrations/accounting.ts'
 import type { Job } from '../infra/scheduler.ts'
 
 export const jobs: Job[] = [
-  // Finalized invoices pushed to the connected payment provider; failed pushes retried with backoff (rule 16).
-  { name: 'invoice-sync', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps, progress) => ({ ...(await syncInvoices(deps, progress)) }) },
+  // Finalized invoices pushed to the connected payment provider, and invoices, credit notes and payments to the
+  // connected accounting system (QuickBooks); failed pushes retried with backoff (rule 16).
+  { name: 'invoice-sync', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps, progress) => ({ ...(await syncInvoices(deps, progress)), accounting: await syncAccounting(deps) }) },
   // Starts, trial ends, scheduled cancellations and period ends, every minute.
   { name: 'subscription-lifecycle', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await advanceSubscriptions(deps)) }) },
   // Credits past their expiry_date leave their wallets (balances already leave them out by date).

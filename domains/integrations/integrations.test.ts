@@ -153,7 +153,7 @@ describe('pushing finalized invoices', () => {
     expect(fake.requests.length).toBe(before) // the finalize request made no provider call
     expect(await syncOf(inv.id)).toEqual([])
 
-    expect(await runSync()).toEqual({ queued: 1, attempted: 1, synced: 1, retrying: 0, failed: 0, skipped: 0 })
+    expect(await runSync()).toEqual({ queued: 1, attempted: 1, synced: 1, retrying: 0, failed: 0, skipped: 0, accounting: { queued: 0, attempted: 0, synced: 0, retrying: 0, failed: 0, skipped: 0, waiting: 0 } })
     const [pushed] = stripeInvoiceOf(inv.id)
     // 49.00 + 98.73 = 147.73 → 4900 + 9873 = 14773 cents, sent for payment by the customer.
     expect(pushed).toMatchObject({ collection_method: 'send_invoice', currency: 'usd', status: 'open', amount_due: 14773, metadata: { meterbill_invoice_id: inv.id, meterbill_invoice_number: inv.invoice_number } })

@@ -11,24 +11,27 @@ import type { Deps } from '../../infra/deps.ts'
 import type { Tx } from '../../infra/postgres.ts'
 import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord, type Audit } from '../../infra/records.ts'
 import { seal, unseal } from '../../infra/secrets.ts'
-import { updateCustomer } from '../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../core/list.ts'
 import { mergeInvoiceMetadata, paymentState, recordPayment } from '../invoicing/invoices/payments.ts'
 import { getInvoice, lockInvoice, requireInvoice, type InvoiceView } from '../invoicing/invoices/read.ts'
 import { trackPayment } from '../invoicing/payments/service.ts'
 import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
 import type { Progress } from '../../infra/scheduler.ts'
-import { PROVIDER_TYPES, ProviderError, type PaymentProvider, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType, type PushResult } from './provider.ts'
+import { linkCustomer } from './customer-link.ts'
+import { PROVIDER_TYPES, SECRET_FIELDS, ProviderError, type PaymentProvider, type PaymentProviderType, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType, type PushResult } from './provider.ts'
 import { stripe } from './stripe.ts'
 import * as store from './store.ts'
+import { accountingSyncsOf, retryAccounting, type AccountingSyncRow } from './accounting-store.ts'
 
 export const FILTERS = store.FILTERS
 
-const PROVIDERS: Record<ProviderType, PaymentProvider> = { stripe }
+const PROVIDERS: Record<PaymentProviderType, PaymentProvider> = { stripe }
+/** The adapter of a payment provider connection (the invoice_syncs queue holds no other). */
+const paymentProvider = (type: ProviderType): PaymentProvider => PROVIDERS[type as PaymentProviderType]
 
 // ---- connections --------------------------------------------------------------------------------------
 
-type SecretData = Partial<Record<ProviderType, Partial<ProviderSecrets>>>
+type SecretData = Partial<Record<ProviderType, Record<string, string>>>
 
 export interface CreateConnectionInput {
   name: string
@@ -48,12 +51,12 @@ export interface UpdateConnectionInput {
   version?: number
 }
 
-/** A connection as the API shows it: never its secrets; where the provider sends its notifications. */
-export type ConnectionView = Omit<store.ConnectionRow, 'encrypted_secret_data'> & { webhook_url: string }
+/** A connection as the API shows it: never its secrets; where a payment provider sends its notifications (null for QuickBooks, which sends none we use). */
+export type ConnectionView = Omit<store.ConnectionRow, 'encrypted_secret_data'> & { webhook_url: string | null }
 
 const viewOf = ({ encrypted_secret_data: _secret, ...row }: store.ConnectionRow): ConnectionView => ({
   ...row,
-  webhook_url: `/v1/webhooks/${row.provider_type}/${row.tenant_id}/${row.environment_id}`,
+  webhook_url: Object.hasOwn(PROVIDERS, row.provider_type) ? `/v1/webhooks/${row.provider_type}/${row.tenant_id}/${row.environment_id}` : null,
 })
 
 /** Invoices go out and payments come in unless the sync config turns a direction off. */
@@ -63,12 +66,18 @@ const syncConfig = (given: store.SyncConfig = {}, current: store.SyncConfig = {}
   return merged
 }
 
-function secretsOf(provider: ProviderType, data: SecretData | undefined, current: Partial<ProviderSecrets> = {}): ProviderSecrets {
-  const secrets = { ...current, ...data?.[provider] }
-  for (const field of ['secret_key', 'webhook_secret'] as const) {
+function secretsOf(provider: ProviderType, data: SecretData | undefined, current: Record<string, string> = {}): Record<string, string> {
+  const { required, optional } = SECRET_FIELDS[provider]
+  const given = data?.[provider] ?? {}
+  // The credentials route takes every provider's fields: another provider's is refused, not stored.
+  for (const field of Object.keys(given)) {
+    if (!required.includes(field) && !optional.includes(field)) throw validationError(`encrypted_secret_data.${provider}.${field}`, `is not a ${provider} secret (${[...required, ...optional].join(', ')})`)
+  }
+  const secrets = { ...current, ...given }
+  for (const field of required) {
     if (!secrets[field]) throw validationError(`encrypted_secret_data.${provider}.${field}`, `is required for a ${provider} connection`)
   }
-  return secrets as ProviderSecrets
+  return secrets
 }
 
 const uniqueProvider = (provider: string) => [{ index: store.PROVIDER_INDEX, field: 'provider_type', value: provider }]
@@ -109,7 +118,7 @@ export async function updateConnection(deps: Deps, actor: Actor, id: string, inp
     const changes: Record<string, unknown> = { ...fields }
     if (sync_config) changes.sync_config = syncConfig(sync_config, current.sync_config)
     if (encrypted_secret_data) {
-      const stored = unseal<ProviderSecrets>(deps.config, id, current.encrypted_secret_data)
+      const stored = unseal<Record<string, string>>(deps.config, id, current.encrypted_secret_data)
       changes.encrypted_secret_data = seal(deps.config, id, secretsOf(current.provider_type, encrypted_secret_data, stored))
     }
     return viewOf(await updateRecord<store.ConnectionRow>(tx, store.CONNECTIONS, actor, id, changes, { version, audit: auditOf(deps, actor) }))
@@ -137,7 +146,7 @@ function knownProvider(provider: string): ProviderType {
 }
 
 /** POST /v1/secrets/integrations/create/{provider}: makes the provider's connection, or updates the one there is. */
-export async function saveProviderCredentials(deps: Deps, actor: Actor, provider: string, input: { name: string; credentials: Partial<ProviderSecrets> }): Promise<ConnectionView> {
+export async function saveProviderCredentials(deps: Deps, actor: Actor, provider: string, input: { name: string; credentials: Record<string, string> }): Promise<ConnectionView> {
   const type = knownProvider(provider)
   const current = await connectionFor(deps, actor, type)
   const secrets = { [type]: input.credentials }
@@ -195,13 +204,13 @@ async function setupCard(deps: Deps, scope: Scope, connection: store.ConnectionR
   const success = connection.metadata.checkout_success_url
   if (!success) throw new ProviderError("the connection's metadata has no checkout_success_url, where the customer goes once the card is saved")
   const mapping = invoice.customer?.integrations.find((m) => m.provider_type === connection.provider_type)
-  const result = await PROVIDERS[connection.provider_type].setupCard(providerConnection(deps, connection), {
+  const result = await paymentProvider(connection.provider_type).setupCard(providerConnection(deps, connection), {
     invoice: { id: invoice.id, currency: invoice.currency },
     customer: { id: invoice.customer_id, name: invoice.customer?.name ?? invoice.customer_id, email: invoice.customer?.email ?? null, provider_customer_id: mapping?.provider_entity_id ?? null },
     success_url: success,
     cancel_url: connection.metadata.checkout_cancel_url ?? null,
   })
-  await linkCustomer(deps, scope, invoice, connection.provider_type, result.provider_customer_id)
+  await linkCustomer(deps, scope, invoice.customer!, connection.provider_type, result.provider_customer_id)
   const pushed: PushResult = { provider_invoice_id: result.session_id, provider_customer_id: result.provider_customer_id, collection_method: 'charge_automatically', provider_status: 'setup_open', checkout_url: result.checkout_url, payment_error: null }
   await transaction(deps, async (tx) => {
     await store.markSynced(tx, row, pushed, now)
@@ -222,19 +231,6 @@ async function recordCharge(tx: Tx, scope: Scope, audit: Audit, invoice: Invoice
   await trackPayment(tx, scope, audit, invoice, { status, amount: invoice.amount_remaining }, source)
 }
 
-/** The customer's id at the provider, recorded in the customer's integrations the first time it is made there. */
-async function linkCustomer(deps: Deps, scope: Scope, invoice: InvoiceView, provider: ProviderType, providerCustomerId: string): Promise<void> {
-  const customer = invoice.customer!
-  if (customer.integrations.some((m) => m.provider_type === provider)) return
-  const integrations = customer.integrations.map((m) => ({ provider_type: m.provider_type, provider_entity_id: m.provider_entity_id, metadata: m.metadata }))
-  try {
-    await updateCustomer(deps, systemActor(scope), customer.id, { integrations: [...integrations, { provider_type: provider, provider_entity_id: providerCustomerId }] })
-  } catch (err) {
-    // The push succeeded; the next one finds the same provider customer by its idempotency key.
-    deps.logger.warn({ err, customer_id: customer.id }, 'could not record the provider customer id')
-  }
-}
-
 async function syncOne(deps: Deps, row: store.SyncRow, now: Date): Promise<SyncOutcome> {
   const scope: Scope = { tenantId: row.tenant_id, environmentId: row.environment_id }
   const connection = await requireRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, scope, row.connection_id)
@@ -252,13 +248,13 @@ async function syncOne(deps: Deps, row: store.SyncRow, now: Date): Promise<SyncO
   try {
     if (awaitingCard) return await setupCard(deps, scope, connection, invoice, row, now)
     const mapping = invoice.customer?.integrations.find((m) => m.provider_type === connection.provider_type)
-    const result = await PROVIDERS[connection.provider_type].push(providerConnection(deps, connection), {
+    const result = await paymentProvider(connection.provider_type).push(providerConnection(deps, connection), {
       invoice: { id: invoice.id, number: invoice.invoice_number, currency: invoice.currency, due_date: invoice.due_date, description: invoice.description },
       items: itemsOf(invoice),
       customer: { id: invoice.customer_id, name: invoice.customer?.name ?? invoice.customer_id, email: invoice.customer?.email ?? null, provider_customer_id: mapping?.provider_entity_id ?? null },
       now,
     })
-    await linkCustomer(deps, scope, invoice, connection.provider_type, result.provider_customer_id)
+    await linkCustomer(deps, scope, invoice.customer!, connection.provider_type, result.provider_customer_id)
     const audit: Audit = { by: 'system', at: now }
     await transaction(deps, async (tx) => {
       await store.markSynced(tx, row, result, now)
@@ -292,16 +288,26 @@ export async function syncInvoices(deps: Deps, progress: Progress = () => {}): P
   return summary
 }
 
-export async function invoiceSyncs(deps: Deps, actor: Actor, invoiceId: string): Promise<{ items: store.SyncRow[] }> {
+/** Where an invoice's pushes stand: to payment providers (items), and its own, its credit notes' and its payments' to accounting systems (accounting). */
+type InvoiceSyncs = { items: store.SyncRow[]; accounting: AccountingSyncRow[] }
+
+const syncsView = async (deps: Deps, scope: Scope, invoiceId: string): Promise<InvoiceSyncs> => ({
+  items: await store.syncsOf(deps.sql, scope, invoiceId),
+  accounting: await accountingSyncsOf(deps.sql, scope, invoiceId),
+})
+
+export async function invoiceSyncs(deps: Deps, actor: Actor, invoiceId: string): Promise<InvoiceSyncs> {
   await requireInvoice(deps.sql, actor, invoiceId)
-  return { items: await store.syncsOf(deps.sql, actor, invoiceId) }
+  return syncsView(deps, actor, invoiceId)
 }
 
-/** Failed or waiting pushes of an invoice are tried again at the job's next run, with fresh attempts. */
-export async function retryInvoiceSync(deps: Deps, actor: Actor, invoiceId: string): Promise<{ items: store.SyncRow[] }> {
+/** Failed or waiting pushes of an invoice (and of its credit notes and payments) are tried again at the job's next run, with fresh attempts. */
+export async function retryInvoiceSync(deps: Deps, actor: Actor, invoiceId: string): Promise<InvoiceSyncs> {
   await requireInvoice(deps.sql, actor, invoiceId)
-  await store.retrySyncs(deps.sql, actor, invoiceId, deps.clock.now())
-  return { items: await store.syncsOf(deps.sql, actor, invoiceId) }
+  const now = deps.clock.now()
+  await store.retrySyncs(deps.sql, actor, invoiceId, now)
+  await retryAccounting(deps.sql, actor, invoiceId, now)
+  return syncsView(deps, actor, invoiceId)
 }
 
 // ---- notifications ------------------------------------------------------------------------------------
@@ -375,7 +381,7 @@ async function applySetup(deps: Deps, tx: Tx, scope: Scope, connection: store.Co
  * else 401 and nothing changes. A notification received before is acknowledged and changes nothing.
  */
 export async function receiveNotification(deps: Deps, input: Notification): Promise<{ received: true; duplicate: boolean; outcome?: string; invoice_id?: string }> {
-  const adapter = Object.hasOwn(PROVIDERS, input.provider) ? PROVIDERS[input.provider as ProviderType] : undefined
+  const adapter = Object.hasOwn(PROVIDERS, input.provider) ? PROVIDERS[input.provider as PaymentProviderType] : undefined
   const scope: Scope = { tenantId: input.tenantId, environmentId: input.environmentId }
   const connection = adapter && (await store.connectionAt(deps.sql, scope, input.provider))
   if (!adapter || !connection) throw new AppError('not_found', 'no payment provider connection receives notifications at this address')

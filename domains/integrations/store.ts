@@ -4,7 +4,7 @@ import type { Scope } from '../../core/scope.ts'
 import { newId } from '../../core/ids.ts'
 import type { Db } from '../../infra/postgres.ts'
 import { decodeRow, filterSpec, type FilterSpec, type RecordRow, type RecordTable } from '../../infra/records.ts'
-import type { ProviderType, PushResult } from './provider.ts'
+import { PAYMENT_PROVIDER_TYPES, type ProviderType, type PushResult } from './provider.ts'
 
 export const CONNECTIONS: RecordTable = { name: 'connections', noun: 'connection', prefix: 'conn' }
 export const PROVIDER_INDEX = 'connections_provider'
@@ -53,7 +53,7 @@ export async function connectionAt(db: Db, scope: Scope, providerType: string): 
 
 /**
  * Queues every finalized invoice still owing (or waiting for a card: a trial charged automatically) that a
- * live connection pushes and has not queued yet:
+ * live payment provider connection pushes and has not queued yet:
  * those finalized since the connection was made (history is not pushed on connecting).
  */
 export async function enqueueSyncs(db: Db, now: Date): Promise<number> {
@@ -63,7 +63,7 @@ export async function enqueueSyncs(db: Db, now: Date): Promise<number> {
     JOIN invoices i ON i.tenant_id = c.tenant_id AND i.environment_id = c.environment_id
       AND i.invoice_status = 'FINALIZED' AND i.finalized_at >= c.created_at AND i.status <> 'deleted'
       AND (i.amount_remaining > 0 OR i.metadata->>'checkout_status' = 'awaiting_payment_method')
-    WHERE c.status = 'published' AND COALESCE((c.sync_config #>> '{invoice,outbound}')::boolean, true)
+    WHERE c.status = 'published' AND c.provider_type = ANY(${[...PAYMENT_PROVIDER_TYPES]}) AND COALESCE((c.sync_config #>> '{invoice,outbound}')::boolean, true)
       AND NOT EXISTS (SELECT 1 FROM invoice_syncs s WHERE s.invoice_id = i.id AND s.connection_id = c.id)
     ON CONFLICT (invoice_id, connection_id) DO NOTHING
     RETURNING invoice_id`
@@ -128,4 +128,9 @@ export async function settleEvent(db: Db, id: string, outcome: string, invoiceId
 export async function paymentRecorded(db: Db, connectionId: string, reference: string): Promise<boolean> {
   const rows = await db`SELECT 1 FROM provider_events WHERE connection_id = ${connectionId} AND payment_reference = ${reference}`
   return rows.length > 0
+}
+
+/** Stores a connection's secrets as they changed at the provider (QuickBooks rotates its refresh token): not an edit, so the version stays. */
+export async function saveSecrets(db: Db, connectionId: string, sealed: string): Promise<void> {
+  await db`UPDATE connections SET encrypted_secret_data = ${sealed} WHERE id = ${connectionId}`
 }

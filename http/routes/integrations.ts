@@ -8,21 +8,21 @@ import { PROVIDER_TYPES } from '../../domains/integrations/provider.ts'
 import * as service from '../../domains/integrations/service.ts'
 
 const secret: JsonSchema = { type: 'string', minLength: 1, maxLength: 1000 }
+const url: JsonSchema = { type: 'string', pattern: '^https?://[^\\s]+$', maxLength: 500 }
+const stripeSecrets = { secret_key: secret, webhook_secret: secret, publishable_key: secret, account_id: secret }
+const quickbooksSecrets = { client_id: secret, client_secret: secret, refresh_token: secret, realm_id: secret, token_url: { ...url, description: "Intuit's OAuth2 token endpoint; another for a proxy or a test server" } }
 const secretData: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   description: 'Stored encrypted, never returned',
   properties: {
-    stripe: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { secret_key: secret, webhook_secret: secret, publishable_key: secret, account_id: secret },
-    },
+    stripe: { type: 'object', additionalProperties: false, properties: stripeSecrets },
+    quickbooks: { type: 'object', additionalProperties: false, properties: quickbooksSecrets },
   },
 }
 const direction: JsonSchema = { type: 'object', additionalProperties: false, properties: { inbound: { type: 'boolean' }, outbound: { type: 'boolean' } } }
 const syncConfig: JsonSchema = { type: 'object', additionalProperties: direction, description: 'per entity (invoice, …) {inbound, outbound}; invoices go out and payments come in by default' }
-const baseUrl: JsonSchema = { type: ['string', 'null'], pattern: '^https?://[^\\s]+$', maxLength: 500, description: "the provider API's root; default https://api.stripe.com" }
+const baseUrl: JsonSchema = { ...url, type: ['string', 'null'], description: "the provider API's root; default https://api.stripe.com, https://quickbooks.api.intuit.com" }
 const name: JsonSchema = { type: 'string', minLength: 1, maxLength: 255 }
 
 /** A connection as Flexprice's integration secrets read: an `integration` secret of a provider, never its values. */
@@ -72,7 +72,7 @@ export const integrationRoutes: Route[] = [
       properties: {
         name,
         provider: { type: 'string', description: 'as in the path' },
-        credentials: { ...(secretData.properties as { stripe: JsonSchema }).stripe, description: 'secret_key, webhook_secret, publishable_key, account_id' },
+        credentials: { type: 'object', additionalProperties: false, properties: { ...stripeSecrets, ...quickbooksSecrets }, description: "the provider's secrets, as in a connection's encrypted_secret_data" },
       },
     },
     status: 201,
@@ -111,7 +111,7 @@ export const integrationRoutes: Route[] = [
     method: 'GET',
     path: '/v1/invoices/{id}/sync',
     tag: 'Integrations',
-    summary: "Where the invoice's push to each connected payment provider stands (PENDING, SYNCED, FAILED, SKIPPED)",
+    summary: "Where the invoice's push to each connected payment provider (items) and accounting system (accounting: the invoice, its credit notes, its payments) stands",
     permission: 'read',
     handler: async ({ deps, actor, params }) => toWire(await service.invoiceSyncs(deps, actor, params.id)),
   }),
