@@ -5,7 +5,7 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Config } from '../core/config.ts'
-import { sqlString } from './ch-literals.ts'
+import { inlineParams, LONG_QUERY, sqlString } from './ch-literals.ts'
 import type { StreamChunk } from 'chdb'
 
 export interface ClickHouse {
@@ -112,6 +112,30 @@ async function exceptionAfter(start: Buffer, rest: AsyncIterable<Buffer>, tag: s
   return parseError(text.slice(text.indexOf('\n') + 1, end === -1 ? undefined : end).trim())
 }
 
+type Statement = { query: string; query_params?: Record<string, unknown>; clickhouse_settings?: ClickHouseSettings }
+
+/**
+ * A chDB connection whose statements carry their parameters inlined (inlineParams): chdb-node binds parameters under
+ * one process-wide lock, so two connections' parameterized reads ran one after the other. Inlined arrays can make a
+ * statement longer than ClickHouse's default max_query_size: such a statement raises it.
+ */
+function withInlinedParams<C extends object>(connection: C): C {
+  return new Proxy(connection, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target)
+      if (typeof value !== 'function') return value
+      if (prop !== 'query' && prop !== 'exec' && prop !== 'command') return value.bind(target)
+      return (params: Statement) => {
+        const values = params.query_params
+        if (!values || Object.keys(values).length === 0) return value.call(target, params)
+        const query = inlineParams(params.query, values)
+        const long = query.length >= 256_000 && !params.clickhouse_settings?.max_query_size
+        return value.call(target, { ...params, query, query_params: undefined, ...(long && { clickhouse_settings: { ...params.clickhouse_settings, ...LONG_QUERY } }) })
+      }
+    },
+  })
+}
+
 export async function openClickHouse(config: Config): Promise<ClickHouse> {
   const database = config.clickhouseDatabase
   if (config.clickhouse) {
@@ -185,7 +209,7 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
   const path = resolve(join(config.dataDir, 'clickhouse'))
   mkdirSync(path, { recursive: true })
   const connect = async () => {
-    const connection = createChdbConnection({ path })
+    const connection = withInlinedParams(createChdbConnection({ path }))
     const client = createClient({
       // chdb types its Connection against its own copy of @clickhouse/client-common; the shapes match.
       connection: connection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
