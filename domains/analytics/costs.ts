@@ -176,6 +176,15 @@ async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUn
   }
 }
 
+/** The index of the window holding each instant (ascending instants, windows in order). */
+function windowsAt(windows: readonly { start: Date; end: Date }[], instants: readonly Date[]): number[] {
+  let w = 0
+  return instants.map((t) => {
+    while (w < windows.length && windows[w].end.getTime() <= t.getTime()) w++
+    return w
+  })
+}
+
 /**
  * The cost of the usage of `q.meters` over the range, per meter and window, from the line items of the customers'
  * subscriptions (every subscription of the environment without customers). One currency per answer: lines in
@@ -208,12 +217,12 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
       { currency: sub.currency, lines: unit.charges.map((c) => ({ price: c.row.price as unknown as PriceInput, allowance: allowanceOf(unit.ctx, c.row)?.allowance ?? null })), commitment },
       unit.charges.map((c) => c.charge.period.start >= unit.instants[0]),
     )
+    const windowAt = windowsAt(windows, unit.instants.slice(0, -1))
     unit.charges.forEach((c, k) => {
       const m = costOf(c.row.meter_id!)
       if (!m.lines.some((l) => l.id === c.row.id)) m.lines.push(c.row)
       let own = m.customers.get(c.customer)
       if (!own) m.customers.set(c.customer, (own = windows.map(() => new D(0))))
-      const windowAt = unit.instants.slice(0, -1).map((t) => windows.findIndex((x) => x.start <= t && t < x.end))
       priced.costs[k].forEach((cost, i) => {
         m.windows[windowAt[i]] = m.windows[windowAt[i]].plus(cost)
         own[windowAt[i]] = own[windowAt[i]].plus(cost)
