@@ -35,4 +35,45 @@ describe('the hot-read cache', () => {
     expect(await cache.read('bad', at(1), c.load)).toBe(2)
     expect(await cache.read('k', at(-1), c.load)).toBe(3)
   })
+
+  it('past half its life, answers at once and reads again in the background; never answers older than READ_CACHE_MS', async () => {
+    const cache = new ReadCache<number>()
+    let loads = 0
+    let release: () => void = () => {}
+    const slow = () => new Promise<number>((resolve) => (release = () => resolve(++loads)))
+    const first = cache.read('k', at(0), slow)
+    release()
+    expect(await first).toBe(1)
+    expect(await cache.read('k', at(READ_CACHE_MS / 2 - 1), slow)).toBe(1)
+    // Half its life: the cached value, while the next load runs.
+    expect(await cache.read('k', at(READ_CACHE_MS / 2), slow)).toBe(1)
+    expect(await cache.read('k', at(READ_CACHE_MS / 2 + 1), slow)).toBe(1)
+    release()
+    await new Promise((r) => setImmediate(r))
+    // The background load, taken at READ_CACHE_MS / 2, answers until READ_CACHE_MS after it.
+    expect(await cache.read('k', at(READ_CACHE_MS + 10), slow)).toBe(2)
+    // Past READ_CACHE_MS of the value answered, a read waits for a new load.
+    const late = cache.read('k', at(READ_CACHE_MS / 2 + READ_CACHE_MS), slow)
+    release()
+    expect(await late).toBe(3)
+  })
+
+  it('a background load that fails leaves the cached value, and the next hit tries again', async () => {
+    const cache = new ReadCache<number>()
+    let fail = false
+    let loads = 0
+    const load = async () => {
+      loads++
+      if (fail) throw new Error('store down')
+      return loads
+    }
+    expect(await cache.read('k', at(0), load)).toBe(1)
+    fail = true
+    expect(await cache.read('k', at(READ_CACHE_MS / 2), load)).toBe(1)
+    await new Promise((r) => setImmediate(r))
+    fail = false
+    expect(await cache.read('k', at(READ_CACHE_MS / 2 + 1), load)).toBe(1)
+    await new Promise((r) => setImmediate(r))
+    expect([await cache.read('k', at(READ_CACHE_MS / 2 + 2), load), loads]).toEqual([3, 3])
+  })
 })
