@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { READ_CACHE_MS, ReadCache, writeCommitted } from './read-cache.ts'
 
+const REFRESH_AT = READ_CACHE_MS * 0.8
+
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms)
 
 function counted() {
@@ -36,7 +38,7 @@ describe('the hot-read cache', () => {
     expect(await cache.read('k', at(-1), c.load)).toBe(3)
   })
 
-  it('past half its life, answers at once and reads again in the background; never answers older than READ_CACHE_MS', async () => {
+  it('in the last fifth of its life, answers at once and reads again in the background; never answers older than READ_CACHE_MS', async () => {
     const cache = new ReadCache<number>()
     let loads = 0
     let release: () => void = () => {}
@@ -44,16 +46,16 @@ describe('the hot-read cache', () => {
     const first = cache.read('k', at(0), slow)
     release()
     expect(await first).toBe(1)
-    expect(await cache.read('k', at(READ_CACHE_MS / 2 - 1), slow)).toBe(1)
-    // Half its life: the cached value, while the next load runs.
-    expect(await cache.read('k', at(READ_CACHE_MS / 2), slow)).toBe(1)
-    expect(await cache.read('k', at(READ_CACHE_MS / 2 + 1), slow)).toBe(1)
+    expect(await cache.read('k', at(REFRESH_AT - 1), slow)).toBe(1)
+    // Four fifths of its life: the cached value, while the next load runs.
+    expect(await cache.read('k', at(REFRESH_AT), slow)).toBe(1)
+    expect(await cache.read('k', at(REFRESH_AT + 1), slow)).toBe(1)
     release()
     await new Promise((r) => setImmediate(r))
-    // The background load, taken at READ_CACHE_MS / 2, answers until READ_CACHE_MS after it.
+    // The background load, taken at four fifths, answers until READ_CACHE_MS after it.
     expect(await cache.read('k', at(READ_CACHE_MS + 10), slow)).toBe(2)
     // Past READ_CACHE_MS of the value answered, a read waits for a new load.
-    const late = cache.read('k', at(READ_CACHE_MS / 2 + READ_CACHE_MS), slow)
+    const late = cache.read('k', at(REFRESH_AT + READ_CACHE_MS), slow)
     release()
     expect(await late).toBe(3)
   })
@@ -69,11 +71,11 @@ describe('the hot-read cache', () => {
     }
     expect(await cache.read('k', at(0), load)).toBe(1)
     fail = true
-    expect(await cache.read('k', at(READ_CACHE_MS / 2), load)).toBe(1)
+    expect(await cache.read('k', at(REFRESH_AT), load)).toBe(1)
     await new Promise((r) => setImmediate(r))
     fail = false
-    expect(await cache.read('k', at(READ_CACHE_MS / 2 + 1), load)).toBe(1)
+    expect(await cache.read('k', at(REFRESH_AT + 1), load)).toBe(1)
     await new Promise((r) => setImmediate(r))
-    expect([await cache.read('k', at(READ_CACHE_MS / 2 + 2), load), loads]).toEqual([3, 3])
+    expect([await cache.read('k', at(REFRESH_AT + 2), load), loads]).toEqual([3, 3])
   })
 })
