@@ -42,6 +42,11 @@ describe('decimals', () => {
     if (v !== 'ok' && value.length <= 32) expect(v).toEqual({ amount: 'must be a non-negative decimal number as a string, at most 18 digits before the point and 12 after it' })
   })
 
+  it('says what a decimal must be even when the field describes itself otherwise', () => {
+    const described = { type: 'object', properties: { minimum: { ...decimalSchema(false), description: 'only invoices whose subtotal reaches it' } } }
+    expect(verdict(described, { minimum: 'abc' })).toEqual({ minimum: 'must be a non-negative decimal number as a string, at most 18 digits before the point and 12 after it' })
+  })
+
   it('takes a sign where the field is signed, with the same bounds', () => {
     expect(verdict(amount, { delta: '-999999999999999999.999999999999' })).toBe('ok')
     expect(verdict(amount, { delta: '-1000000000000000000' })).toEqual({ delta: expect.stringContaining('at most 18 digits') })

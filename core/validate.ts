@@ -34,6 +34,7 @@ export const BOUNDS = {
 
 const DECIMAL_PATTERNS = new Set<string>()
 const DECIMAL_RULE = `at most ${BOUNDS.decimalIntegerDigits} digits before the point and ${BOUNDS.decimalPlaces} after it`
+const decimalText = (signed: boolean) => `${signed ? '' : 'non-negative '}decimal number as a string, ${DECIMAL_RULE}`
 
 /**
  * Plain decimal text, as money and quantities travel: "12", "0.000001"; no exponent, no "+", no ".5";
@@ -47,7 +48,7 @@ export function decimalSchema(signed: boolean): JsonSchema {
     type: 'string',
     pattern,
     maxLength: i + p + 2,
-    description: `${signed ? '' : 'non-negative '}decimal number as a string, ${DECIMAL_RULE}`,
+    description: decimalText(signed),
   }
 }
 
@@ -143,7 +144,8 @@ function reason(error: ErrorObject): string {
   if (error.keyword === 'enum') return `must be one of ${(params.allowedValues as unknown[]).join(', ')}`
   if (error.keyword === 'maxLength') return `must be at most ${params.limit as number} characters`
   if (error.keyword === 'propertyNames') return `key must be at most ${BOUNDS.text} characters`
-  if (error.keyword === 'pattern' && schema.format === undefined && DECIMAL_PATTERNS.has(schema.pattern as string)) return `must be a ${schema.description as string}`
+  // From the pattern, not the description: a field's schema may describe itself over decimalSchema's text.
+  if (error.keyword === 'pattern' && schema.format === undefined && DECIMAL_PATTERNS.has(schema.pattern as string)) return `must be a ${decimalText((schema.pattern as string).startsWith('^-?'))}`
   return error.message ?? 'is invalid'
 }
 
