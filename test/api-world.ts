@@ -126,7 +126,7 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/events/query': [{ external_customer_id: names.customer, event_name: names.event }],
     'POST /v1/events/export': [{ external_customer_id: names.customer, event_names: [names.event], sources: [''], ...RANGE() }],
     'POST /v1/events/analytics': [{ external_customer_id: names.customer, feature_ids: [ids.feature], group_by: ['source', 'properties.n'], window_size: 'DAY', expand: ['feature', 'price'], ...RANGE() }],
-    'POST /v1/events/analytics/export': [{ external_customer_id: names.customer, feature_ids: [ids.feature], group_by: ['source'], format: 'csv', metadata_columns: ['tier'], ...RANGE() }],
+    'POST /v1/events/analytics/export': [{ external_customer_id: names.customer, feature_ids: [ids.feature], group_by: ['source'], format: 'csv', metadata_columns: ['tier'], columns: ['reconciliation'], ...RANGE() }],
     'POST /v1/plans/{id}/clone': [{ name: unique('clone') }],
     'POST /v1/prices/bulk': [{ items: [{ ...usagePrice, plan_id: ids.plan2 }] }],
     'POST /v1/entitlements/bulk': [{ items: [{ plan_id: ids.plan2, feature_id: ids.feature }] }],

@@ -165,4 +165,13 @@ describe('periodCosts: the usage lines of one billing period priced together', (
     // Read from inside the period: the minimum was billed before the range.
     expect(periodCosts([ds('0', '30', '140')], { currency: 'USD', lines: [{ price }] }).costs.map(text)).toEqual([['0', '2']])
   })
+
+  it('an allowance that resets each day: each day uses its own 100 included units', () => {
+    // Days of 150, 80 and 130 units at 0.10 above 100 a day: 5.00, 0, 3.00 (once a period it would be 26.00).
+    const days = [ds('0', '150', '150', '150'), ds('0', '0', '80', '80'), ds('0', '0', '0', '130')]
+    const total = ds('0', '150', '230', '360')
+    const r = periodCosts([total], { currency: 'USD', lines: [{ price: flat('0.10'), allowance: { usage_limit: 100, is_soft_limit: true } }] }, [true], [days])
+    expect(r.costs.map(text)).toEqual([['5', '0', '3']])
+    expect(text(r.amounts)).toEqual(['8'])
+  })
 })

@@ -150,15 +150,28 @@ export interface PeriodCosts {
  * amount at its start. The windows of a line add up to its amount at the last instant minus the amount at instant 0
  * (the line's amount on the invoice when the read spans the whole period). The true-up line is no usage line: left out.
  * A line billed from instant 0 on (`fresh[line]`: its charge starts there) had no amount before it, so a minimum
- * (min_quantity) lands in its first window, as in incrementalCosts.
+ * (min_quantity) lands in its first window, as in incrementalCosts. A line whose allowance resets inside the period
+ * (a DAILY limit) has `resetUsage[line][window][instant]`: each reset window's own usage up to each instant, given
+ * to computeInvoice as the invoice's `usage_windows` (one allowance per window); its `cumulative` is their sum.
  */
-export function periodCosts(cumulative: readonly (readonly Decimal[])[], pricing: PeriodPricing, fresh: readonly boolean[] = []): PeriodCosts {
+export function periodCosts(
+  cumulative: readonly (readonly Decimal[])[],
+  pricing: PeriodPricing,
+  fresh: readonly boolean[] = [],
+  resetUsage: readonly ((readonly (readonly Decimal[])[]) | undefined)[] = [],
+): PeriodCosts {
   const instants = cumulative[0]?.length ?? 0
   const at = (i: number) =>
     computeInvoice({
       currency: pricing.currency,
       invoice_date: new Date(0),
-      lines: pricing.lines.map((l, k) => ({ price_type: 'USAGE' as const, quantity: new D(cumulative[k][i]), price: l.price, allowance: l.allowance ?? null })),
+      lines: pricing.lines.map((l, k) => ({
+        price_type: 'USAGE' as const,
+        quantity: new D(cumulative[k][i]),
+        price: l.price,
+        allowance: l.allowance ?? null,
+        ...(resetUsage[k] && { usage_windows: resetUsage[k].map((w) => new D(w[i])) }),
+      })),
       commitments: pricing.commitment ? [{ commitment: pricing.commitment, line_indexes: pricing.lines.map((_, k) => k), display_name: 'true-up' }] : [],
     }).line_items
   const items = Array.from({ length: instants }, (_, i) => at(i))

@@ -7,6 +7,8 @@
 //    tokens 600 (sdk, 5 April) + 900 (web, 15 April) + 300 (sdk, 25 April) = 1800 → 1000 × 0.002 + 800 × 0.001 = 2.80;
 //    23 images (sdk, 10 April) → 3 packages × 5.00 = 15.00.
 // B: 700 calls from sdk on 8 April → 70.00: 50.00 within the commitment, 20.00 × 2 = 40.00 over it → 90.00.
+// C: queries (COUNT) at 0.10 with 100 a day included (soft limit, DAILY reset): 150 on 3 April, 80 on 4 April, 130 on
+//    5 April → (50 + 0 + 30) × 0.10 = 8.00 (one allowance for the month would bill 260 × 0.10 = 26.00).
 import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
@@ -17,7 +19,7 @@ import { leaveMidExport } from '../../test/exports.ts'
 
 let h: Harness
 const clock = fixedClock('2024-04-30T00:00:00Z')
-const ids = {} as Record<'calls' | 'tokens' | 'images' | 'callsMeter' | 'tokensMeter' | 'imagesMeter' | 'a' | 'b' | 'subA' | 'subB' | 'callsPlan', string>
+const ids = {} as Record<'calls' | 'tokens' | 'images' | 'queries' | 'callsMeter' | 'tokensMeter' | 'imagesMeter' | 'queriesMeter' | 'a' | 'b' | 'c' | 'subA' | 'subB' | 'subC' | 'callsPlan', string>
 const april = { start_time: '2024-04-01T00:00:00Z', end_time: '2024-05-01T00:00:00Z' }
 
 async function sendEvents(customerId: string, name: string, source: string, at: string, count: number, props: Record<string, unknown> = {}) {
@@ -48,6 +50,8 @@ beforeAll(async () => {
   ids.calls = (await created(h, '/v1/features', { name: 'API calls', type: 'metered', meter_id: ids.callsMeter, unit_singular: 'call', unit_plural: 'calls' })).id
   ids.tokens = (await created(h, '/v1/features', { name: 'Tokens', type: 'metered', meter_id: ids.tokensMeter, reporting_unit: { unit_singular: 'k token', unit_plural: 'k tokens', conversion_rate: 1000 } })).id
   ids.images = (await created(h, '/v1/features', { name: 'Images', type: 'metered', meter_id: ids.imagesMeter })).id
+  ids.queriesMeter = await readyMeter(h, { name: 'queries', event_name: 'query', aggregation: { type: 'COUNT' } })
+  ids.queries = (await created(h, '/v1/features', { name: 'Queries', type: 'metered', meter_id: ids.queriesMeter })).id
   const full = await plan(h, {
     prices: [
       usagePrice(ids.callsMeter, '0.10', { display_name: 'API calls' }),
@@ -58,13 +62,18 @@ beforeAll(async () => {
   await created(h, '/v1/entitlements', { plan_id: full.id, feature_id: ids.calls, feature_type: 'metered', usage_limit: 100, is_soft_limit: true, usage_reset_period: 'MONTHLY' })
   const callsOnly = await plan(h, { prices: [usagePrice(ids.callsMeter, '0.10', { display_name: 'API calls' })] })
   ids.callsPlan = callsOnly.id
+  const daily = await plan(h, { prices: [usagePrice(ids.queriesMeter, '0.10', { display_name: 'Queries' })] })
+  await created(h, '/v1/entitlements', { plan_id: daily.id, feature_id: ids.queries, feature_type: 'metered', usage_limit: 100, is_soft_limit: true, usage_reset_period: 'DAILY' })
   const a = await customer(h, { name: 'Acme, "the" company', metadata: { tier: '=gold', region: 'eu' } })
   const b = await customer(h)
+  const c = await customer(h)
   ids.a = a.external_id
   ids.b = b.external_id
+  ids.c = c.external_id
   const common = { collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' }
   ids.subA = (await subscribed(h, { customer_id: a.id, plan_id: full.id, ...common })).id
   ids.subB = (await subscribed(h, { customer_id: b.id, plan_id: callsOnly.id, commitment_amount: '50.00', overage_factor: '2', enable_true_up: true, ...common })).id
+  ids.subC = (await subscribed(h, { customer_id: c.id, plan_id: daily.id, ...common })).id
   await sendEvents(ids.a, 'api_call', 'sdk', '2024-04-03T10:00:00Z', 150)
   await sendEvents(ids.a, 'api_call', 'web', '2024-04-12T10:00:00Z', 100)
   await sendEvents(ids.a, 'tokens', 'sdk', '2024-04-05T10:00:00Z', 1, { n: 600, model: 'small' })
@@ -72,6 +81,9 @@ beforeAll(async () => {
   await sendEvents(ids.a, 'tokens', 'sdk', '2024-04-25T10:00:00Z', 1, { n: 300, model: 'small' })
   await sendEvents(ids.a, 'image', 'sdk', '2024-04-10T10:00:00Z', 23)
   await sendEvents(ids.b, 'api_call', 'sdk', '2024-04-08T10:00:00Z', 700)
+  await sendEvents(ids.c, 'query', 'sdk', '2024-04-03T10:00:00Z', 150)
+  await sendEvents(ids.c, 'query', 'sdk', '2024-04-04T10:00:00Z', 80)
+  await sendEvents(ids.c, 'query', 'sdk', '2024-04-05T10:00:00Z', 130)
 }, 120_000)
 afterAll(() => h?.stop())
 
@@ -156,6 +168,22 @@ describe('one customer, April, by source', () => {
     expect(item.price).toMatchObject({ id: item.price_id, billing_model: 'PACKAGE' })
     expect(item.plan.id).toBe(item.plan_id)
     expect(item.subscription_line_item.id).toBe(item.sub_line_item_id)
+  })
+})
+
+describe('an allowance that resets each day', () => {
+  it('gives each day its own 100 included queries, as the invoice does: 5.00, 0, 3.00', async () => {
+    const r = await ok({ external_customer_id: ids.c, feature_ids: [ids.queries], window_size: 'DAY' })
+    const busy = r.items[0].points.filter((p: any) => p.usage !== '0').map((p: any) => [p.timestamp.slice(0, 10), p.usage, p.cost])
+    expect(busy).toEqual([
+      ['2024-04-03', '150', '5'],
+      ['2024-04-04', '80', '0'],
+      ['2024-04-05', '130', '3'],
+    ])
+    expect(r.total_cost).toBe('8')
+    // From inside the period: 5 April alone costs its own 30 queries over the day's 100.
+    const fifth = await ok({ external_customer_id: ids.c, feature_ids: [ids.queries], start_time: '2024-04-05T00:00:00Z', end_time: '2024-04-06T00:00:00Z' })
+    expect(fifth.total_cost).toBe('3')
   })
 })
 
@@ -264,24 +292,25 @@ describe('the CSV export', () => {
 })
 
 describe('the invariant: a closed period costs what its finalized invoice bills', () => {
-  it('per line, to the cent, for flat, tiered, package, allowance and commitment prices', async () => {
+  it('per line, to the cent, for flat, tiered, package, allowance, daily allowance and commitment prices', async () => {
     clock.set('2024-05-02T00:00:00Z')
     const run = await h.http('POST', '/v1/jobs/billing-run/run')
     expect(run.body.summary.failed, JSON.stringify(run.body.summary.errors)).toBe(0)
-    for (const [customerId, sub] of [[ids.a, ids.subA], [ids.b, ids.subB]]) {
+    for (const [customerId, sub] of [[ids.a, ids.subA], [ids.b, ids.subB], [ids.c, ids.subC]]) {
       const invoice = (await h.http('GET', `/v1/invoices?subscription_id=${sub}&billing_reason=SUBSCRIPTION_CYCLE`)).body.items[0]
       expect(invoice.invoice_status).toBe('FINALIZED')
       const lines: Record<string, string> = {}
       for (const l of invoice.line_items.filter((x: any) => x.meter_id)) lines[l.meter_id] = Number(l.amount).toFixed(2)
       const r = await ok({ external_customer_id: customerId, group_by: ['source'], window_size: 'WEEK' })
       const features = byFeature(r.items)
-      const meterOf: Record<string, string> = { [ids.calls]: ids.callsMeter, [ids.tokens]: ids.tokensMeter, [ids.images]: ids.imagesMeter }
+      const meterOf: Record<string, string> = { [ids.calls]: ids.callsMeter, [ids.tokens]: ids.tokensMeter, [ids.images]: ids.imagesMeter, [ids.queries]: ids.queriesMeter }
       const analytic: Record<string, string> = {}
       for (const [f, cost] of Object.entries(features)) analytic[meterOf[f]] = cost
       expect(analytic).toEqual(lines)
       for (const item of r.items) expect(item.points.reduce((s: number, p: any) => s + Number(p.cost) * 100, 0)).toBeCloseTo(Number(item.total_cost) * 100, 6)
     }
     expect(Object.values(byFeature((await ok({ external_customer_id: ids.a })).items))).toEqual(expect.arrayContaining(['15.00', '2.80', '15.00']))
+    expect(byFeature((await ok({ external_customer_id: ids.c })).items)).toEqual({ [ids.queries]: '8.00' })
   })
 })
 

@@ -1,7 +1,8 @@
 // What usage cost over a range, as the invoices bill it. The customers' subscription line items are priced by the
 // billing code itself: the billing points of each subscription's cycle (core/billing/cycle) and their usage charges,
-// each line's price, the plan's allowance for its meter and the subscription's commitment (invoicing's billing.ts),
-// priced together per billing period by core/analytics periodCosts. Within a period, a window costs what the lines'
+// each line's price, the plan's allowance for its meter (once per reset window when it resets inside the period, as
+// billed) and the subscription's commitment (invoicing's billing.ts), priced together per billing period by
+// core/analytics periodCosts. Within a period, a window costs what the lines'
 // amounts grew by from its start to its end, usage being counted from the period's start (an allowance used up
 // before the range is used up): for a closed period read whole, the windows add up to the invoice line's amount.
 import { cumulativeUsage, periodCosts } from '../../core/analytics/allocation.ts'
@@ -17,7 +18,7 @@ import type { Meter } from '../catalog/meters/service.ts'
 import { cachedRecords } from './cached-records.ts'
 import { listSubscriptions, type LineItemRow, type SubscriptionRow } from '../subscriptions/read.ts'
 import { meterUsageByCustomer, type UsageResult } from '../usage/queries/service.ts'
-import { allowanceOf, cycleLine, cycleOf, loadContexts, subscriptionCommitment, type BillingContext } from '../invoicing/invoices/billing.ts'
+import { allowanceOf, cycleLine, cycleOf, loadContexts, resetWindows, subscriptionCommitment, type BillingContext } from '../invoicing/invoices/billing.ts'
 
 export interface CostQuery {
   meters: Meter[]
@@ -48,7 +49,16 @@ export interface Costs {
   meters: Map<string, MeterCost>
 }
 
-/** A usage charge of one billing period, what the read covers of it, and the usage up to each instant. */
+/** Usage counted from `start` (a charge's period, or one of its allowance windows), read over [from, to). */
+interface UsageSpan {
+  start: Date
+  from: Date
+  to: Date
+  /** The usage from `start` up to each of its unit's instants. */
+  cumulative?: Decimal[]
+}
+
+/** A usage charge of one billing period and what the read covers of it. */
 interface PricedCharge {
   row: LineItemRow
   charge: Charge
@@ -56,7 +66,9 @@ interface PricedCharge {
   /** The part of the charge inside the range. */
   from: Date
   to: Date
-  cumulative?: Decimal[]
+  /** The charge's period; or, when its allowance resets inside the period (a DAILY limit), each reset window it gets the allowance for, as billed. */
+  spans: UsageSpan[]
+  resets: boolean
 }
 
 /** One billing period of one subscription: its usage charges in invoice order, and the instants the range cuts it at. */
@@ -104,7 +116,13 @@ function unitsOf(ctx: BillingContext, q: CostQuery, windowEnds: Date[]): PeriodU
       .filter((c) => c.kind === 'usage' && meters.has(rows.get(c.line.id)!.meter_id!))
       .map((charge) => {
         const row = rows.get(charge.line.id)!
-        return { row, charge, customer: ctx.customers.get(row.customer_id)!.external_id, from: later(from, charge.period.start), to: earlier(to, charge.period.end) }
+        const c = { from: later(from, charge.period.start), to: earlier(to, charge.period.end) }
+        const resets = resetWindows(ctx, charge.period, allowanceOf(ctx, row)?.reset ?? null)
+        // A reset window is read from its own start; one wholly before the range is read whole, one after it is left out.
+        const spans = resets
+          ? resets.filter((w) => w.start < c.to).map((w) => ({ start: w.start, from: later(w.start, earlier(c.from, w.end)), to: earlier(c.to, w.end) }))
+          : [{ start: charge.period.start, ...c }]
+        return { row, charge, customer: ctx.customers.get(row.customer_id)!.external_id, ...c, spans, resets: resets !== undefined }
       })
       .filter((c) => c.from < c.to)
     if (charges.length === 0) continue
@@ -134,27 +152,29 @@ function runningUsage(meter: Meter, opening: UsageResult | undefined, windows: U
 }
 
 /**
- * Each charge's usage from its period's start to each of its unit's instants (clamped to the part of the charge in
- * the range), read for all customers of a meter and range at once: the usage before `from` and the windows of
- * [from, to), run up by cumulativeUsage; aggregations whose windows do not add up are read to each instant. A meter
- * that never resets counts from its beginning, as billed.
+ * Each span's usage from its start to each of its unit's instants (clamped to the span's part of the range), read
+ * for all customers of a meter and span at once: the usage before `from` and the windows of [from, to), run up by
+ * cumulativeUsage; aggregations whose windows do not add up are read to each instant. A meter that never resets
+ * counts from its beginning, as billed.
  */
 async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUnit[]): Promise<void> {
   const meters = new Map(q.meters.map((m) => [m.id, m]))
-  const batches = new Map<string, { unit: PeriodUnit; c: PricedCharge }[]>()
+  const batches = new Map<string, { unit: PeriodUnit; c: PricedCharge; span: UsageSpan }[]>()
   for (const unit of units) {
     for (const c of unit.charges) {
-      const key = `${c.row.meter_id}|${c.charge.period.start.getTime()}|${c.from.getTime()}|${c.to.getTime()}`
-      batches.set(key, [...(batches.get(key) ?? []), { unit, c }])
+      for (const span of c.spans) {
+        const key = `${c.row.meter_id}|${span.start.getTime()}|${span.from.getTime()}|${span.to.getTime()}`
+        batches.set(key, [...(batches.get(key) ?? []), { unit, c, span }])
+      }
     }
   }
   for (const batch of batches.values()) {
-    const { from, to, charge, row } = batch[0].c
-    const meter = meters.get(row.meter_id!)!
+    const { from, to, start } = batch[0].span
+    const meter = meters.get(batch[0].c.row.meter_id!)!
     const customers = [...new Set(batch.map((b) => b.c.customer))]
     const read = (start: Date, end: Date, windowSize?: WindowSize) =>
       meterUsageByCustomer(deps, scope, { meterId: meter.id, externalCustomerIds: customers, start, end, windowSize, ...q.calendar })
-    const periodStart = meter.reset_usage === 'NEVER' ? new Date(0) : charge.period.start
+    const periodStart = meter.reset_usage === 'NEVER' ? new Date(0) : start
     // Per customer: the usage from the period's start to `from`, and to each window end after it.
     const at = new Map<string, Map<number, Decimal>>(customers.map((id) => [id, new Map()]))
     const opening = periodStart < from ? await read(periodStart, from) : undefined
@@ -162,16 +182,16 @@ async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUn
     if (NON_DERIVABLE.has(meter.aggregation.type)) {
       const ends = [...new Set(batch.flatMap((b) => b.unit.instants.filter((t) => t > from && t <= to).map((t) => t.getTime())))]
       for (const t of ends) for (const [id, r] of await read(periodStart, new Date(t))) at.get(id)!.set(t, r.value)
-    } else {
+    } else if (from < to) {
       const windows = await read(from, to, q.windowSize)
       for (const id of customers) {
         const running = runningUsage(meter, opening?.get(id), windows.get(id)!)
         windows.get(id)!.results.forEach((w, i) => at.get(id)!.set(w.end.getTime(), running[i]))
       }
     }
-    for (const { unit, c } of batch) {
+    for (const { unit, c, span } of batch) {
       const values = at.get(c.customer)!
-      c.cumulative = unit.instants.map((t) => values.get((t <= from ? from : t >= to ? to : t).getTime()) ?? new D(0))
+      span.cumulative = unit.instants.map((t) => values.get((t <= from ? from : t >= to ? to : t).getTime()) ?? new D(0))
     }
   }
 }
@@ -213,9 +233,10 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
     const sub = unit.ctx.sub
     const commitment = sub.commitment_amount === null ? null : subscriptionCommitment(sub, unit.point.arrear, []).commitment
     const priced = periodCosts(
-      unit.charges.map((c) => c.cumulative!),
+      unit.charges.map((c) => unit.instants.map((_, i) => c.spans.reduce((sum, s) => sum.plus(s.cumulative![i]), new D(0)))),
       { currency: sub.currency, lines: unit.charges.map((c) => ({ price: c.row.price as unknown as PriceInput, allowance: allowanceOf(unit.ctx, c.row)?.allowance ?? null })), commitment },
       unit.charges.map((c) => c.charge.period.start >= unit.instants[0]),
+      unit.charges.map((c) => (c.resets ? c.spans.map((s) => s.cumulative!) : undefined)),
     )
     const windowAt = windowsAt(windows, unit.instants.slice(0, -1))
     unit.charges.forEach((c, k) => {

@@ -3,18 +3,25 @@
 // of a meter together). Each row's cost is the customer's cost of that meter and window (costs.ts, computed before the
 // first row) split over the customer's rows of the window by usage (allocateByUsage): the rows add up to the
 // customer's line amounts. Memory holds one customer's rows of one meter, the customers met, and the costs.
+// With the reconciliation column set, the window rows are followed by one row per customer and meter over the whole
+// range: the numbers of the usage reconciliation report (invoicing's usageReconciliation, one call per customer).
 import type { CsvColumn, CsvValue } from '../../core/csv.ts'
 import { AppError } from '../../core/errors.ts'
 import { D, type Decimal } from '../../core/money.ts'
 import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { findCustomerByExternalId, type CustomerRow } from '../customers/service.ts'
+import { usageReconciliation } from '../invoicing/reconciliation/service.ts'
 import { streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
 import { breakdownKeys, costsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest } from './service.ts'
+
+/** Column sets an export may add to its columns. */
+export const COLUMN_SETS = ['reconciliation'] as const
 
 export interface AnalyticsExportRequest extends AnalyticsRequest {
   /** Customer metadata keys, one column each. */
   metadataColumns: string[]
+  columnSets: (typeof COLUMN_SETS)[number][]
 }
 
 export interface AnalyticsExport {
@@ -25,8 +32,14 @@ export interface AnalyticsExport {
 
 const NUMBER = 'number' as const
 
-/** The columns: fixed ones, one per grouped property, one per metadata key. */
-function columnsOf(keys: string[], metadata: string[]): CsvColumn[] {
+/** The reconciliation set: a row's kind, then the report's numbers (empty on window rows). */
+const RECONCILIATION: CsvColumn[] = [
+  { name: 'row_type' },
+  ...['received', 'stored', 'duplicates', 'rejected', 'counted', 'billed', 'billed_quantity'].map((name) => ({ name, kind: NUMBER })),
+]
+
+/** The columns: fixed ones, one per grouped property, one per metadata key, then the column sets asked for. */
+function columnsOf(keys: string[], metadata: string[], reconciliation: boolean): CsvColumn[] {
   return [
     { name: 'window_start' },
     { name: 'customer_id' },
@@ -43,6 +56,7 @@ function columnsOf(keys: string[], metadata: string[]): CsvColumn[] {
     { name: 'cost', kind: NUMBER },
     { name: 'currency' },
     ...metadata.map((k) => ({ name: `metadata.${k}` })),
+    ...(reconciliation ? RECONCILIATION : []),
   ]
 }
 
@@ -50,9 +64,12 @@ function columnsOf(keys: string[], metadata: string[]): CsvColumn[] {
 export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequest): AnalyticsExport {
   const keys = breakdownKeys(r.groupBy)
   const metadata = [...new Set(r.metadataColumns)]
+  const reconciliation = r.columnSets.includes('reconciliation')
+  // A window row's reconciliation cells: its kind, the numbers left empty.
+  const usageRow = reconciliation ? ['usage', ...RECONCILIATION.slice(1).map(() => null)] : []
   return {
     filename: `usage-${r.start.toISOString()}-${r.end.toISOString()}.csv`.replace(/:/g, ''),
-    columns: columnsOf(keys, metadata),
+    columns: columnsOf(keys, metadata, reconciliation),
     async *rows(signal) {
       const resolved = await resolveRequest(deps, actor, r)
       if (resolved.meters.length === 0) return
@@ -77,6 +94,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
         return known.get(externalId)!
       }
       const properties = keys.filter((k) => k.startsWith('properties.')).map((k) => k.slice('properties.'.length))
+      const metadataOf = (c: CustomerRow | null) => metadata.map((k) => (c?.metadata as Record<string, string> | null)?.[k] ?? null)
       // One customer's rows of one meter: each window's cost split over them by usage.
       async function* flush(rows: BreakdownRow[]): AsyncGenerator<CsvValue[]> {
         const meter = meters.get(rows[0].meterId)!
@@ -113,7 +131,8 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
               new D(row.usage),
               cost.get(row) ?? new D(0),
               currency,
-              ...metadata.map((k) => (c?.metadata as Record<string, string> | null)?.[k] ?? null),
+              ...metadataOf(c),
+              ...usageRow,
             ]
           }
         }
@@ -128,6 +147,44 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
         current.push(row)
       }
       if (current.length > 0) yield* flush(current)
+      if (!reconciliation) return
+      // The customer asked for (and its children), else every customer met with a record: the report needs one.
+      const customers = resolved.customers ?? [...known.values()].filter((c): c is CustomerRow => c !== null)
+      const meterIds = resolved.meters.map((m) => m.id)
+      for (const listed of customers) {
+        if (signal.aborted) return
+        const c = await customer(listed.external_id)
+        const report = await usageReconciliation(deps, actor, listed.id, { start_time: r.start.toISOString(), end_time: r.end.toISOString(), meter_ids: meterIds })
+        for (const m of report.meters) {
+          for (const feature of resolved.features.filter((f) => f.meter_id === m.meter_id)) {
+            yield [
+              r.start.toISOString(),
+              listed.id,
+              listed.external_id,
+              c?.name ?? null,
+              m.meter_id,
+              m.meter_name,
+              feature.id,
+              feature.name,
+              null,
+              ...properties.map(() => null),
+              null,
+              null,
+              null,
+              null,
+              ...metadataOf(c),
+              'reconciliation',
+              m.received,
+              m.stored,
+              m.duplicates,
+              m.rejected,
+              m.counted,
+              m.billed,
+              m.billed_quantity,
+            ]
+          }
+        }
+      }
     },
   }
 }

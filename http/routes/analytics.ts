@@ -6,7 +6,7 @@ import { inReportingUnit } from '../../core/reporting-unit.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { EXPANDABLE, usageAnalytics, type Analytics, type AnalyticsItem, type AnalyticsRequest, type Expandable } from '../../domains/analytics/service.ts'
-import { analyticsExport } from '../../domains/analytics/export.ts'
+import { analyticsExport, COLUMN_SETS, type AnalyticsExportRequest } from '../../domains/analytics/export.ts'
 import { sendCsv } from '../csv-stream.ts'
 import { defineRoute, type Route } from '../route.ts'
 
@@ -134,7 +134,7 @@ export const analyticsRoutes: Route[] = [
     body: { type: 'object', required: ['start_time', 'end_time'], additionalProperties: false, properties: analyticsProperties },
     handler: async ({ deps, actor, body }) => present(await usageAnalytics(deps, actor, analyticsRequest(body)), body.window_size),
   }),
-  defineRoute<AnalyticsBody & { format?: 'csv'; metadata_columns?: string[] }>({
+  defineRoute<AnalyticsBody & { format?: 'csv'; metadata_columns?: string[]; columns?: AnalyticsExportRequest['columnSets'] }>({
     method: 'POST',
     path: '/v1/events/analytics/export',
     tag: 'Usage',
@@ -148,11 +148,17 @@ export const analyticsRoutes: Route[] = [
         ...Object.fromEntries(Object.entries(analyticsProperties).filter(([k]) => k !== 'limit' && k !== 'offset' && k !== 'expand')),
         format: { type: 'string', enum: ['csv'] },
         metadata_columns: { ...strings(50), description: 'customer metadata keys, one column each' },
+        columns: {
+          type: 'array',
+          maxItems: COLUMN_SETS.length,
+          items: { type: 'string', enum: [...COLUMN_SETS] },
+          description: 'column sets to add: reconciliation (row_type, received, stored, duplicates, rejected, counted, billed, billed_quantity; one row per customer and meter over the range after the window rows)',
+        },
       },
     },
     produces: 'text/csv',
     handler: async ({ deps, actor, body, ctx }) => {
-      const { filename, columns, rows } = analyticsExport(deps, actor, { ...analyticsRequest(body), metadataColumns: body.metadata_columns ?? [] })
+      const { filename, columns, rows } = analyticsExport(deps, actor, { ...analyticsRequest(body), metadataColumns: body.metadata_columns ?? [], columnSets: body.columns ?? [] })
       await sendCsv(ctx, deps, { filename, columns, rows })
       return undefined
     },

@@ -12,6 +12,7 @@ import type { CouponUse } from '../../../core/billing/coupons.ts'
 import { allowanceWindows, type Allowance } from '../../../core/billing/allowance.ts'
 import { invalidOperation } from '../../../core/errors.ts'
 import { D, sumMoney, type Decimal } from '../../../core/money.ts'
+import type { Period } from '../../../core/periods.ts'
 import type { PriceInput } from '../../../core/pricing/index.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
@@ -186,11 +187,20 @@ export function allowanceOf(ctx: BillingContext, line: LineItemRow): { allowance
   return e ? { allowance: { usage_limit: e.usage_limit, is_soft_limit: e.is_soft_limit, is_enabled: e.is_enabled }, reset: e.usage_reset_period } : null
 }
 
+/**
+ * The windows of `usage` the allowance is given for, each measured on its own, when it resets inside the billing
+ * period (a DAILY limit: the days of the subscription's customer_timezone); none when it is given once. Usage
+ * analytics prices such a line with the same windows.
+ */
+export function resetWindows(ctx: BillingContext, usage: Period, reset: string | null): Period[] | undefined {
+  const windows = allowanceWindows(usage, reset, { period: ctx.sub.billing_period, count: ctx.sub.billing_period_count }, ctx.sub.customer_timezone)
+  return windows.length < 2 ? undefined : windows
+}
+
 /** Usage of each window the allowance is given for, when it resets inside the billing period (a DAILY limit); else none. */
 async function usageWindows(ctx: BillingContext, request: UsageRequest, reset: string | null, read: UsageReader): Promise<Decimal[] | undefined> {
-  const windows = allowanceWindows(request, reset, { period: ctx.sub.billing_period, count: ctx.sub.billing_period_count }, ctx.sub.customer_timezone)
-  if (windows.length < 2) return undefined
-  return Promise.all(windows.map((w) => read({ ...request, start: w.start, end: w.end })))
+  const windows = resetWindows(ctx, request, reset)
+  return windows && Promise.all(windows.map((w) => read({ ...request, start: w.start, end: w.end })))
 }
 
 /** What an invoice line of `charge` says about itself. */
