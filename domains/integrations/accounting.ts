@@ -3,6 +3,7 @@
 // pushed once: its create carries a requestid derived from it, so a push QuickBooks accepted but we did
 // not record (a crash, a lost answer) is answered with the first record when retried. Failures are
 // retried with the same backoff as payment provider pushes and shown on the invoice's sync view.
+import { nextSyncAttempt } from '../../core/sync-retry.ts'
 import { DISPLAY_NAME_MAX, ITEM_NAME_MAX, creditMemoBody, invoiceBody, invoiceCharges, paymentBody, qboJson, qboName, qboQuery, type Charge } from '../../core/quickbooks.ts'
 import type { Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
@@ -19,9 +20,6 @@ import { ProviderError } from './provider.ts'
 import * as qbo from './quickbooks.ts'
 import { CONNECTIONS, saveSecrets, type ConnectionRow } from './store.ts'
 
-/** As payment provider pushes: 10 attempts, waits doubling from 1 minute up to an hour. */
-const MAX_ATTEMPTS = 10
-const retryDelayMs = (attempts: number): number => Math.min(2 ** (attempts - 1), 60) * 60_000
 /** A credit note or payment whose invoice is not at QuickBooks yet looks again a minute later. */
 const WAIT_MS = 60_000
 const BATCH = 200
@@ -136,7 +134,7 @@ async function syncOne(deps: Deps, companies: Map<string, Promise<Company>>, row
     return 'synced'
   } catch (err) {
     const attempts = row.attempts + 1
-    const next = attempts >= MAX_ATTEMPTS ? null : new Date(now.getTime() + retryDelayMs(attempts))
+    const next = nextSyncAttempt(attempts, now)
     if (!(err instanceof ProviderError)) deps.logger.error({ err, entity_id: row.entity_id }, 'accounting push failed')
     await store.markFailed(deps.sql, row, (err as Error).message, now, next)
     return next ? 'retrying' : 'failed'

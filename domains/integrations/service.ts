@@ -2,6 +2,7 @@
 // invoice-sync job that pushes finalized invoices to the connected provider (queued by the job, not by
 // the finalize request, so an outage of the provider never fails a finalize; retried with backoff);
 // and the provider's notifications, which pay our invoices through the invoices' payment path.
+import { nextSyncAttempt } from '../../core/sync-retry.ts'
 import { applyPayment } from '../../core/billing/payments.ts'
 import { AppError, notFound, validationError } from '../../core/errors.ts'
 import { newId } from '../../core/ids.ts'
@@ -175,9 +176,6 @@ const providerConnection = (deps: Deps, row: store.ConnectionRow): ProviderConne
 
 // ---- pushing invoices ---------------------------------------------------------------------------------
 
-/** Attempts before a push is given up (FAILED); the waits double from 1 minute up to an hour (about 5 hours in all). */
-const MAX_SYNC_ATTEMPTS = 10
-const retryDelayMs = (attempts: number): number => Math.min(2 ** (attempts - 1), 60) * 60_000
 const BATCH = 200
 
 /**
@@ -268,7 +266,7 @@ async function syncOne(deps: Deps, row: store.SyncRow, now: Date): Promise<SyncO
     return 'synced'
   } catch (err) {
     const attempts = row.attempts + 1
-    const next = attempts >= MAX_SYNC_ATTEMPTS ? null : new Date(now.getTime() + retryDelayMs(attempts))
+    const next = nextSyncAttempt(attempts, now)
     if (!(err instanceof ProviderError)) deps.logger.error({ err, invoice_id: row.invoice_id }, 'invoice push failed')
     await store.markFailed(deps.sql, row, (err as Error).message, now, next)
     return next ? 'retrying' : 'failed'
