@@ -421,3 +421,32 @@ describe('billing records read again after a write', () => {
     expect(after.total_cost).toBe('3')
   })
 })
+
+describe('an environment export in batches of customers', () => {
+  it('120 customers at 5,000 minute windows (three statements of 50 customers): every customer once, whole, in order', async () => {
+    const meter = await readyMeter(h, { name: 'pings', event_name: 'ping', aggregation: { type: 'COUNT' } })
+    const feature = (await created(h, '/v1/features', { name: 'Pings', type: 'metered', meter_id: meter })).id
+    const start = Date.parse('2024-04-20T00:00:00Z')
+    // 120 customers (three statements' worth), customer k sending k % 3 + 1 events in minute k and one in minute 4,000.
+    const events = Array.from({ length: 120 }, (_, k) => [
+      ...Array.from({ length: (k % 3) + 1 }, (_, i) => ({ at: start + k * 60_000 + i * 1000, n: i })),
+      { at: start + 4000 * 60_000, n: 9 },
+    ].map(({ at, n }) => ({ event_id: `ping-${k}-${n}`, event_name: 'ping', external_customer_id: `pinger-${String(k).padStart(3, '0')}`, timestamp: new Date(at).toISOString(), properties: {} }))).flat()
+    expect((await h.http('POST', '/v1/events/bulk', { body: { events } })).status).toBe(202)
+    const res = await h.http('POST', '/v1/events/analytics/export', {
+      body: { start_time: new Date(start).toISOString(), end_time: new Date(start + 5000 * 60_000).toISOString(), feature_ids: [feature], window_size: 'MINUTE', format: 'csv' },
+    })
+    expect(res.status, String(res.body)).toBe(200)
+    const rows = (parse(res.body as string) as string[][]).slice(1)
+    expect(rows).toHaveLength(240)
+    const customers = rows.map((r) => r[2])
+    // Each customer's two rows together, the customers in order across the statements.
+    expect([...new Set(customers)]).toEqual(Array.from({ length: 120 }, (_, k) => `pinger-${String(k).padStart(3, '0')}`))
+    expect(customers.every((c, i) => i % 2 === 1 || customers[i + 1] === c)).toBe(true)
+    expect(rows.filter((r) => r[2] === 'pinger-005').map((r) => [r[0], r[9]])).toEqual([
+      [new Date(start + 5 * 60_000).toISOString(), '3'],
+      [new Date(start + 4000 * 60_000).toISOString(), '1'],
+    ])
+    expect(rows.reduce((n, r) => n + Number(r[9]), 0)).toBe(120 + 40 * (1 + 2 + 3))
+  })
+})

@@ -12,8 +12,8 @@ import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { findCustomerByExternalId, type CustomerRow } from '../customers/service.ts'
 import { usageReconciliation } from '../invoicing/reconciliation/service.ts'
-import { streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
-import { breakdownKeys, costsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest } from './service.ts'
+import { customersWithUsage, streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
+import { breakdownKeys, costsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest, type Resolved } from './service.ts'
 
 /** Column sets an export may add to its columns. */
 export const COLUMN_SETS = ['reconciliation'] as const
@@ -58,6 +58,21 @@ function columnsOf(keys: string[], metadata: string[], reconciliation: boolean):
     ...metadata.map((k) => ({ name: `metadata.${k}` })),
     ...(reconciliation ? RECONCILIATION : []),
   ]
+}
+
+/** Groups one statement aggregates and sorts in ClickHouse's memory, about (customers × windows), and customers a statement names at most. */
+const BATCH_ROWS = 250_000
+const BATCH_CUSTOMERS = 10_000
+
+/**
+ * The customers of each statement: the request's, or the environment's with usage (customersWithUsage), a batch at a
+ * time, so that an export of any size holds about BATCH_ROWS groups in ClickHouse, not all of them (10M groups: 1.2 GB).
+ */
+async function customerBatches(deps: Deps, resolved: Resolved, windows: number): Promise<string[][]> {
+  if (resolved.query.externalCustomerIds) return [resolved.query.externalCustomerIds]
+  const all = await customersWithUsage(deps.ch, resolved.query)
+  const size = Math.min(BATCH_CUSTOMERS, Math.max(1, Math.floor(BATCH_ROWS / windows)))
+  return Array.from({ length: Math.ceil(all.length / size) }, (_, i) => all.slice(i * size, (i + 1) * size))
 }
 
 /** The request checked now (group_by); the rest is resolved, and refused with an error body, before the first row. */
@@ -106,7 +121,9 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
           const byWindow = new Map<number, BreakdownRow[]>()
           for (const row of rows) {
             const w = windowOf.get(row.windowStart.getTime()) ?? 0
-            byWindow.set(w, [...(byWindow.get(w) ?? []), row])
+            const list = byWindow.get(w)
+            if (list) list.push(row)
+            else byWindow.set(w, [row])
           }
           const all = unfiltered?.get(`${meter.id}|${externalId}`)
           for (const [w, list] of byWindow) {
@@ -127,8 +144,9 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
               feature.name,
               row.source ?? null,
               ...properties.map((p) => row.properties?.[p] ?? null),
-              new D(row.eventCount),
-              new D(row.usage),
+              // Plain decimal text already: a numeric column keeps it as it is.
+              row.eventCount,
+              row.usage,
               cost.get(row) ?? new D(0),
               currency,
               ...metadataOf(c),
@@ -137,16 +155,18 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
           }
         }
       }
-      let current: BreakdownRow[] = []
-      const stream = streamBreakdown(deps.ch, { ...resolved.query, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })
-      for await (const row of stream) {
-        if (current.length > 0 && (current[0].meterId !== row.meterId || current[0].externalCustomerId !== row.externalCustomerId)) {
-          yield* flush(current)
-          current = []
+      for (const batch of await customerBatches(deps, resolved, windows.length)) {
+        let current: BreakdownRow[] = []
+        const stream = streamBreakdown(deps.ch, { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })
+        for await (const row of stream) {
+          if (current.length > 0 && (current[0].meterId !== row.meterId || current[0].externalCustomerId !== row.externalCustomerId)) {
+            yield* flush(current)
+            current = []
+          }
+          current.push(row)
         }
-        current.push(row)
+        if (current.length > 0) yield* flush(current)
       }
-      if (current.length > 0) yield* flush(current)
       if (!reconciliation) return
       // The customer asked for (and its children), else every customer met with a record: the report needs one.
       const customers = resolved.customers ?? [...known.values()].filter((c): c is CustomerRow => c !== null)

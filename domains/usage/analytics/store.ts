@@ -570,6 +570,23 @@ export async function* streamBreakdown(ch: ClickHouse, q: PropertyBreakdownQuery
 const fromCh = (s: string): Date => new Date(`${s.replace(' ', 'T')}Z`)
 
 /**
+ * The external ids of the customers with usage of `meters` on the UTC days the range meets (meter_usage_1d), in
+ * order: a superset of those with usage in the range itself, for reading an environment a batch of customers at a time.
+ */
+export async function customersWithUsage(ch: ClickHouse, q: Pick<BreakdownQuery, 'scope' | 'meters' | 'start' | 'end'>): Promise<string[]> {
+  validRange(q)
+  const rs = await ch.client.query({
+    query: `SELECT DISTINCT external_customer_id AS id FROM meter_usage_1d
+      WHERE tenant_id = {tenant:String} AND environment_id = {env:String} AND ${metersIn(q.meters)}
+        AND day >= {from:DateTime64(3, 'UTC')} AND day < {to:DateTime64(3, 'UTC')}
+      ORDER BY id`,
+    query_params: { tenant: q.scope.tenantId, env: q.scope.environmentId, from: chDateTime(new Date(Math.floor(q.start.getTime() / DAY) * DAY)), to: chDateTime(q.end) },
+    format: 'JSONEachRow',
+  })
+  return (await rs.json<{ id: string }>()).map((r) => r.id)
+}
+
+/**
  * Every stored event of [start, end) in an environment (optionally some customers, event names, sources), with its
  * properties as their JSON text, in the table's order (customer, event name, time, id: read in order, no sort), as
  * ClickHouse produces them. Aborting `signal` or leaving the loop stops the query.
