@@ -23,7 +23,7 @@ commands:
                         create a tenant with production and sandbox environments; prints its admin key
   jobs run NAME         run a scheduled job now (billing-run, invoice-overdue, ...) with a progress line;
                         prints its summary as JSON
-  export --from TIME --to TIME [--customer ID]... [--raw [--event NAME]...] [--url URL] [--key KEY] > usage.csv
+  export --from TIME --to TIME [--customer ID]... [--window SIZE] [--group-by KEY]... [--raw [--event NAME]...] [--url URL] [--key KEY] > usage.csv
                         a running service's usage as CSV on stdout, progress on stderr: analytics rows
                         (POST /v1/events/analytics/export), or with --raw every stored event (POST /v1/events/export);
                         the key from --key or METERBILL_API_KEY, the service from --url or METERBILL_URL
@@ -120,35 +120,49 @@ async function runJobNow(args: string[]): Promise<void> {
   }
 }
 
-const EXPORT_USAGE = 'usage: meterbill export --from TIME --to TIME [--customer ID]... [--raw [--event NAME]...] [--url URL] [--key KEY] > usage.csv'
+const EXPORT_USAGE =
+  'usage: meterbill export --from TIME --to TIME [--customer ID]... [--window SIZE] [--group-by KEY]... [--raw [--event NAME]...] [--url URL] [--key KEY] > usage.csv'
 
 /** The export's path and JSON body: the raw-events export, or the analytics export (one customer at most). */
-function exportRequest(v: { from: string; to: string; customer: string[]; raw: boolean; event: string[] }): { path: string; body: Record<string, unknown> } {
+function exportRequest(v: { from: string; to: string; customer: string[]; raw: boolean; event: string[]; window?: string; 'group-by': string[] }): { path: string; body: Record<string, unknown> } {
   const range = { start_time: v.from, end_time: v.to }
+  if (v.raw && (v.window || v['group-by'].length)) throw new UsageError('--window and --group-by shape the analytics export: leave out --raw')
   if (v.raw) return { path: '/v1/events/export', body: { ...range, ...(v.customer.length ? { external_customer_ids: v.customer } : {}), ...(v.event.length ? { event_names: v.event } : {}) } }
   if (v.customer.length > 1) throw new UsageError('the analytics export takes one --customer (or none: the whole environment); --raw takes several')
   if (v.event.length) throw new UsageError('--event filters the raw export: add --raw')
-  return { path: '/v1/events/analytics/export', body: { ...range, ...(v.customer.length ? { external_customer_id: v.customer[0] } : {}), format: 'csv' } }
+  const shape = { ...(v.window ? { window_size: v.window } : {}), ...(v['group-by'].length ? { group_by: v['group-by'] } : {}) }
+  return { path: '/v1/events/analytics/export', body: { ...range, ...(v.customer.length ? { external_customer_id: v.customer[0] } : {}), ...shape, format: 'csv' } }
+}
+
+/** The export's options; an unknown or malformed one is a usage error (exit code 2), not a stack trace. */
+function exportOptions(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      options: {
+        from: { type: 'string' },
+        to: { type: 'string' },
+        customer: { type: 'string', multiple: true, default: [] },
+        event: { type: 'string', multiple: true, default: [] },
+        window: { type: 'string' },
+        'group-by': { type: 'string', multiple: true, default: [] },
+        raw: { type: 'boolean', default: false },
+        url: { type: 'string' },
+        key: { type: 'string' },
+      },
+    }).values
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${EXPORT_USAGE}`)
+  }
 }
 
 /** Streams the export to stdout as it arrives (waiting when stdout is slow); progress on stderr, rewritten in place on a terminal. */
 async function runExport(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      from: { type: 'string' },
-      to: { type: 'string' },
-      customer: { type: 'string', multiple: true, default: [] },
-      event: { type: 'string', multiple: true, default: [] },
-      raw: { type: 'boolean', default: false },
-      url: { type: 'string' },
-      key: { type: 'string' },
-    },
-  })
+  const values = exportOptions(args)
   if (!values.from || !values.to) throw new UsageError(EXPORT_USAGE)
   const key = values.key ?? process.env.METERBILL_API_KEY
   if (!key) throw new UsageError(`an API key is needed: --key KEY or METERBILL_API_KEY\n${EXPORT_USAGE}`)
-  const { path, body } = exportRequest({ from: values.from, to: values.to, customer: values.customer, raw: values.raw, event: values.event })
+  const { path, body } = exportRequest({ ...values, from: values.from, to: values.to })
   const url = new URL(path, values.url ?? process.env.METERBILL_URL ?? 'http://127.0.0.1:8080')
   const res = await fetch(url, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) })
   if (res.status !== 200 || !res.body) {

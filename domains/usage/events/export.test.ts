@@ -153,6 +153,15 @@ describe('raw-events export', () => {
     const analyticsRows = (parse(analytics.stdout) as string[][]).length - 1
     expect(analyticsRows).toBeGreaterThan(0)
     expect(analytics.stderr.startsWith(`${analyticsRows} rows · `)).toBe(true)
+    // Shaped: --window and --group-by are the analytics export's window_size and group_by.
+    const shaped = await run(['--from', RANGE.start_time, '--to', RANGE.end_time, '--window', 'DAY', '--group-by', 'source', '--key', h.key, '--url', h.baseUrl])
+    const shapedByHttp = await h.http('POST', '/v1/events/analytics/export', { body: { ...RANGE, window_size: 'DAY', group_by: ['source'], format: 'csv' } })
+    expect(shaped.stdout).toBe(shapedByHttp.body)
+    expect((parse(shaped.stdout) as string[][]).length).toBeGreaterThan(1)
+    // An option it does not know: a usage error naming it (exit code 2), no stack trace.
+    const unknown = await run(['--from', RANGE.start_time, '--to', RANGE.end_time, '--windw', 'DAY', '--key', h.key, '--url', h.baseUrl]).catch((err: { code: number; stderr: string }) => err)
+    expect(unknown).toMatchObject({ code: 2, stderr: expect.stringMatching(/^Unknown option '--windw'.*\nusage: meterbill export /s) })
+    expect((unknown as { stderr: string }).stderr).not.toMatch(/\s+at /)
     // No key: a usage error (exit code 2).
     const keyless = await run(['--raw', '--from', RANGE.start_time, '--to', RANGE.end_time, '--url', h.baseUrl], { METERBILL_API_KEY: '' }).catch((err: { code: number }) => err)
     expect(keyless).toMatchObject({ code: 2 })
