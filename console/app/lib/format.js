@@ -1,5 +1,6 @@
 // Display helpers. Amounts stay the API's decimal strings: they are shown, compared and summed as
-// decimals, never rounded through floating point (charts are the one place numbers become floats).
+// decimals (decimal.js), never rounded through floating point (charts are the one place numbers become floats).
+import Decimal from 'decimal.js'
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' })
 const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' })
@@ -24,29 +25,12 @@ export function money(value, currency = '') {
 }
 
 /** Compares two decimal strings exactly: -1, 0 or 1. */
-export function compareDecimal(a, b) {
-  const scale = (s) => {
-    const [i, f = ''] = String(s).trim().split('.')
-    return { i, f }
-  }
-  const x = scale(a)
-  const y = scale(b)
-  const places = Math.max(x.f.length, y.f.length)
-  const big = (v) => BigInt(v.i + v.f.padEnd(places, '0'))
-  const d = big(x) - big(y)
-  return d < 0n ? -1 : d > 0n ? 1 : 0
-}
+export const compareDecimal = (a, b) => new Decimal(String(a).trim()).comparedTo(String(b).trim())
 
 /** Adds two decimal strings exactly ("0.1" + "0.2" = "0.3"). */
-export function addDecimal(a, b) {
-  const [ai, af = ''] = String(a).split('.')
-  const [bi, bf = ''] = String(b).split('.')
-  const places = Math.max(af.length, bf.length)
-  const sum = BigInt(ai + af.padEnd(places, '0')) + BigInt(bi + bf.padEnd(places, '0'))
-  const negative = sum < 0n
-  const digits = (negative ? -sum : sum).toString().padStart(places + 1, '0')
-  const out = places ? `${digits.slice(0, -places)}.${digits.slice(-places)}` : digits
-  return negative ? `-${out}` : out
-}
+export const addDecimal = (a, b) => new Decimal(a).plus(b).toFixed()
+
+/** The exact sum of decimal strings, as a decimal string. */
+export const sumDecimal = (xs) => xs.reduce((s, v) => s.plus(v), new Decimal(0)).toFixed()
 
 export const isDecimal = (s) => /^\d+(\.\d+)?$/.test(String(s).trim())

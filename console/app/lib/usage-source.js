@@ -4,7 +4,7 @@
 // POST /v1/events/usage (raw events: counts, and grouping by a property); they have no cost.
 // Pages only see the shape returned here:
 //   {windows: [ms], series: [{name, values: [number], total: "decimal"}], total, events, cost, unit}
-import Decimal from 'decimal.js'
+import { compareDecimal, sumDecimal } from './format.js'
 
 export const WINDOW_SIZES = ['MINUTE', '15MIN', '30MIN', 'HOUR', '3HOUR', '6HOUR', '12HOUR', 'DAY', 'WEEK', 'MONTH']
 
@@ -56,12 +56,15 @@ function toSeries(answer, label, grouped) {
   }
   const names = [...new Set(answer.results.flatMap((r) => Object.keys(r.groups ?? {})))]
   const series = names.map((name) => {
-    const values = answer.results.map((r) => Number(r.groups?.[name] ?? 0))
-    return { name: name === '' ? '(none)' : name, values, sum: values.reduce((s, v) => s + v, 0) }
+    const texts = answer.results.map((r) => r.groups?.[name] ?? '0')
+    // Plotted as numbers; the total is the exact sum of the API's decimal strings.
+    return { name: name === '' ? '(none)' : name, values: texts.map(Number), total: sumDecimal(texts) }
   })
-  series.sort((x, y) => y.sum - x.sum)
-  return { windows, series: series.map(({ sum, ...s }) => ({ ...s, total: String(sum) })) }
+  return { windows, series: byTotal(series) }
 }
+
+/** Series largest total first, totals compared as decimals. */
+const byTotal = (series) => [...series].sort((x, y) => compareDecimal(y.total, x.total))
 
 /** The number of events behind the measure in the range (raw events counted; the meter's filters applied). */
 async function eventCount(api, q) {
@@ -88,16 +91,13 @@ async function analyticsUsage(api, q) {
   const windows = answer.items[0].points.map((p) => Date.parse(p.timestamp))
   const series = answer.items.map((item) => {
     const value = q.groupBy ? item.properties[q.groupBy] : null
-    return { name: q.groupBy ? (value === null ? '(none)' : value) : q.measure.meter.name, values: item.points.map((p) => Number(p.usage)), total: item.total_usage, sum: Number(item.total_usage) }
+    return { name: q.groupBy ? (value === null ? '(none)' : value) : q.measure.meter.name, values: item.points.map((p) => Number(p.usage)), total: item.total_usage }
   })
-  series.sort((x, y) => y.sum - x.sum)
-  // Exact sums of the API's decimal strings (0.1 + 0.2 is 0.3 here, as the page promises).
-  const sumOf = (xs) => xs.reduce((s, v) => s.plus(v), new Decimal(0)).toFixed()
   return {
     windows,
-    series: series.map(({ sum, ...s }) => s),
-    total: answer.items.length === 1 ? answer.items[0].total_usage : sumOf(answer.items.map((i) => i.total_usage)),
-    events: sumOf(answer.items.map((i) => i.event_count)),
+    series: byTotal(series),
+    total: answer.items.length === 1 ? answer.items[0].total_usage : sumDecimal(answer.items.map((i) => i.total_usage)),
+    events: sumDecimal(answer.items.map((i) => i.event_count)),
     cost: answer.currency ? `${answer.total_cost} ${answer.currency}` : null,
     unit: answer.items[0].aggregation_type,
     request: { path: '/v1/events/analytics', body },
