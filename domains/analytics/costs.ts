@@ -164,7 +164,9 @@ async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUn
     for (const c of unit.charges) {
       for (const span of c.spans) {
         const key = `${c.row.meter_id}|${span.start.getTime()}|${span.from.getTime()}|${span.to.getTime()}`
-        batches.set(key, [...(batches.get(key) ?? []), { unit, c, span }])
+        const batch = batches.get(key)
+        if (batch) batch.push({ unit, c, span })
+        else batches.set(key, [{ unit, c, span }])
       }
     }
   }
