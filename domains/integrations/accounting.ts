@@ -112,16 +112,23 @@ async function pushPayment(deps: Deps, scope: Scope, company: Company, row: stor
 
 const PUSH = { invoice: pushInvoice, credit_note: pushCreditNote, payment: pushPayment }
 
-async function syncOne(deps: Deps, companies: Map<string, Promise<Company>>, row: store.AccountingSyncRow, now: Date): Promise<Outcome> {
+/** What a run reads once per connection: the connection, and its opened session (on first push). */
+interface RunConnection {
+  connection: Promise<ConnectionRow>
+  company?: Promise<Company>
+}
+
+async function syncOne(deps: Deps, run: Map<string, RunConnection>, row: store.AccountingSyncRow, now: Date): Promise<Outcome> {
   const scope: Scope = { tenantId: row.tenant_id, environmentId: row.environment_id }
-  const connection = await requireRecord<ConnectionRow>(deps.sql, CONNECTIONS, scope, row.connection_id)
+  let mine = run.get(row.connection_id)
+  if (!mine) run.set(row.connection_id, (mine = { connection: requireRecord<ConnectionRow>(deps.sql, CONNECTIONS, scope, row.connection_id) }))
+  const connection = await mine.connection
   if (connection.status !== 'published') {
     await store.markSkipped(deps.sql, row, 'the connection was deleted', now)
     return 'skipped'
   }
   try {
-    if (!companies.has(connection.id)) companies.set(connection.id, open(deps, connection))
-    const pushed = await PUSH[row.entity_type](deps, scope, await companies.get(connection.id)!, row)
+    const pushed = await PUSH[row.entity_type](deps, scope, await (mine.company ??= open(deps, connection)), row)
     if ('skip' in pushed) {
       await store.markSkipped(deps.sql, row, pushed.skip, now)
       return 'skipped'
@@ -147,7 +154,7 @@ export async function syncAccounting(deps: Deps): Promise<Record<Outcome | 'queu
   const queued = await store.enqueueAccounting(deps.sql, now)
   const due = await store.dueAccounting(deps.sql, now, BATCH)
   const summary = { queued, attempted: due.length, synced: 0, retrying: 0, failed: 0, skipped: 0, waiting: 0 }
-  const companies = new Map<string, Promise<Company>>()
-  for (const row of due) summary[await syncOne(deps, companies, row, now)] += 1
+  const run = new Map<string, RunConnection>()
+  for (const row of due) summary[await syncOne(deps, run, row, now)] += 1
   return summary
 }
