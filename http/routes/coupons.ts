@@ -1,12 +1,13 @@
 import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
-import { currencySchema, dateTime, fromListQuery, listQuery, metadataSchema, nonNegativeDecimal, versionField } from '../record-schema.ts'
+import { currencySchema, dateTime, fromListQuery, idList, listQuery, metadataSchema, nonNegativeDecimal, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import * as service from '../../domains/invoicing/coupons/service.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
-const ids: JsonSchema = { type: 'array', minItems: 1, maxItems: 100, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 255 } }
+// A rule names a few plans or prices: the shared id list, at most 100, each once.
+const ids: JsonSchema = { ...idList, minItems: 1, maxItems: 100, uniqueItems: true }
 
 export const couponRoutes: Route[] = [
   defineRoute<service.AssociateInput>({
