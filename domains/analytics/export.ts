@@ -10,7 +10,7 @@ import { AppError } from '../../core/errors.ts'
 import { D, type Decimal } from '../../core/money.ts'
 import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
-import { findCustomerByExternalId, type CustomerRow } from '../customers/service.ts'
+import { findCustomerByExternalId, listCustomers, type CustomerRow } from '../customers/service.ts'
 import { usageReconciliation } from '../invoicing/reconciliation/service.ts'
 import { customersWithUsage, streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
 import { breakdownKeys, costsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest, type Resolved } from './service.ts'
@@ -75,6 +75,19 @@ async function customerBatches(deps: Deps, resolved: Resolved, windows: number):
   return Array.from({ length: Math.ceil(all.length / size) }, (_, i) => all.slice(i * size, (i + 1) * size))
 }
 
+/** The records of customers named by external id, 1,000 a query; a customer without one is left out. */
+async function customerRecords(deps: Deps, actor: Actor, externalIds: string[]): Promise<Map<string, CustomerRow>> {
+  const out = new Map<string, CustomerRow>()
+  for (let i = 0; i < externalIds.length; i += 1000) {
+    const page = await listCustomers(deps, actor, {
+      params: { limit: 1000, offset: 0, sort: 'created_at', order: 'asc', status: 'published', metadata: {} },
+      filters: { external_ids: externalIds.slice(i, i + 1000) },
+    })
+    for (const c of page.items) out.set(c.external_id, c)
+  }
+  return out
+}
+
 /** The request checked now (group_by); the rest is resolved, and refused with an error body, before the first row. */
 export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequest): AnalyticsExport {
   const keys = breakdownKeys(r.groupBy)
@@ -95,15 +108,18 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
       const windows = windowsOf(r)
       const windowOf = new Map(windows.map((w, i) => [w.windowStart.getTime(), i]))
       const meters = new Map(resolved.meters.map((m) => [m.id, m]))
+      // The customers met in the stream (null: no record); a batch's records are read together before its rows.
       const known = new Map<string, CustomerRow | null>()
+      let batchRecords = new Map<string, CustomerRow>()
       const customer = async (externalId: string) => {
         if (!known.has(externalId)) {
           known.set(
             externalId,
-            await findCustomerByExternalId(deps, actor, externalId).catch((err: unknown) => {
-              if (err instanceof AppError && err.code === 'not_found') return null
-              throw err
-            }),
+            batchRecords.get(externalId) ??
+              (await findCustomerByExternalId(deps, actor, externalId).catch((err: unknown) => {
+                if (err instanceof AppError && err.code === 'not_found') return null
+                throw err
+              })),
           )
         }
         return known.get(externalId)!
@@ -156,6 +172,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
         }
       }
       for (const batch of await customerBatches(deps, resolved, windows.length)) {
+        batchRecords = await customerRecords(deps, actor, batch)
         let current: BreakdownRow[] = []
         const stream = streamBreakdown(deps.ch, { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })
         for await (const row of stream) {
