@@ -4,6 +4,7 @@
 import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { customer, plan, subscribed, usagePrice } from '../../test/catalog.ts'
+import { leaveMidExport } from '../../test/exports.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { readyMeter } from '../../test/usage-helpers.ts'
 
@@ -83,4 +84,41 @@ describe('the reconciliation column set of the analytics export', () => {
     expect(bad.status).toBe(400)
     expect(JSON.stringify(bad.body.details)).toContain('columns')
   })
+})
+
+describe('a client that leaves during the reconciliation rows', () => {
+  it('stops the export before the remaining customers’ reports', async () => {
+    // 300 customers with one ping each and ~1 KB of metadata a row, so a 64 KiB piece holds ~50 rows: the window rows
+    // fill ~6 pieces, the reconciliation rows (one report per customer) ~6 more.
+    const meter = await readyMeter(h, { name: 'Pings', event_name: 'ping', aggregation: { type: 'COUNT' } })
+    const feature = (await h.http('POST', '/v1/features', { body: { name: 'Pings', type: 'metered', meter_id: meter } })).body.id
+    const filler = (k: number) => `${k}`.padEnd(250, 'x')
+    const metadata = { m1: filler(1), m2: filler(2), m3: filler(3), m4: filler(4) }
+    const externals: string[] = []
+    for (let batch = 0; batch < 300; batch += 25) {
+      const made = await Promise.all(Array.from({ length: 25 }, () => customer(h, { metadata })))
+      externals.push(...made.map((c) => c.external_id))
+    }
+    const events = externals.map((external, k) => ({ event_id: `ping-${k}`, event_name: 'ping', external_customer_id: external, timestamp: day(3) }))
+    expect((await h.http('POST', '/v1/events/bulk', { body: { events } })).status).toBe(202)
+    const body = { ...range, format: 'csv', feature_ids: [feature], window_size: 'DAY', columns: ['reconciliation'], metadata_columns: Object.keys(metadata) }
+    // ClickHouse statements run in this process so far (each report runs several).
+    const statements = async () => {
+      const rs = await h.running.deps.ch.client.query({ query: "SELECT value FROM system.events WHERE event = 'SelectQuery'", format: 'JSONEachRow' })
+      return Number((await rs.json<{ value: string }>())[0].value)
+    }
+    let before = await statements()
+    const whole = await h.http('POST', '/v1/events/analytics/export', { body })
+    expect(whole.status).toBe(200)
+    expect(parse(whole.body as string).filter((r: string[]) => r.includes('reconciliation'))).toHaveLength(300)
+    const wholeStatements = (await statements()) - before
+    // The client reads until the first reconciliation row and leaves: of the 600 rows, the service had sent the
+    // pieces read and the one ahead, and it ran the reports of those pieces only.
+    before = await statements()
+    const sent = await leaveMidExport(h, '/v1/events/analytics/export', body, (text) => text.includes(',reconciliation,'))
+    expect(sent).toBeGreaterThan(300)
+    expect(sent).toBeLessThan(450)
+    expect((await statements()) - before).toBeLessThan(wholeStatements / 2)
+    expect((await h.http('GET', '/v1/health')).status).toBe(200)
+  }, 120_000)
 })
