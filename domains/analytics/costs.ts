@@ -9,10 +9,10 @@ import { cumulativeUsage, periodCosts } from '../../core/analytics/allocation.ts
 import { billingPoints, pointCharges, type BillingPoint, type Charge } from '../../core/billing/cycle.ts'
 import { validationError } from '../../core/errors.ts'
 import { D, type Decimal } from '../../core/money.ts'
-import type { WindowSize } from '../../core/periods.ts'
+import type { UsageWindow, WindowSize } from '../../core/periods.ts'
 import type { PriceInput } from '../../core/pricing/index.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
-import { queryWindows, type CalendarOptions } from '../../core/usage.ts'
+import { isAdditive, queryWindows, type CalendarOptions } from '../../core/usage.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Meter } from '../catalog/meters/service.ts'
 import { cachedRecords } from './cached-records.ts'
@@ -28,6 +28,12 @@ export interface CostQuery {
   end: Date
   windowSize?: WindowSize
   calendar: CalendarOptions
+  /**
+   * A customer's (external id) usage of a meter in each window of the range, where the caller has already read it
+   * whole (an unfiltered breakdown with every group): spares the read. Used for additive, unbucketed meters read
+   * over exactly the range with nothing before it; undefined: read it.
+   */
+  known?: (meterId: string, externalCustomerId: string) => Decimal[] | undefined
 }
 
 export interface MeterCost {
@@ -157,7 +163,7 @@ function runningUsage(meter: Meter, opening: UsageResult | undefined, windows: U
  * cumulativeUsage; aggregations whose windows do not add up are read to each instant. A meter that never resets
  * counts from its beginning, as billed.
  */
-async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUnit[]): Promise<void> {
+async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUnit[], rangeWindows: UsageWindow[]): Promise<void> {
   const meters = new Map(q.meters.map((m) => [m.id, m]))
   const batches = new Map<string, { unit: PeriodUnit; c: PricedCharge; span: UsageSpan }[]>()
   for (const unit of units) {
@@ -185,7 +191,7 @@ async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUn
       const ends = [...new Set(batch.flatMap((b) => b.unit.instants.filter((t) => t > from && t <= to).map((t) => t.getTime())))]
       for (const t of ends) for (const [id, r] of await read(periodStart, new Date(t))) at.get(id)!.set(t, r.value)
     } else if (from < to) {
-      const windows = await read(from, to, q.windowSize)
+      const windows = knownWindows(q, meter, customers, from, to, opening === undefined, rangeWindows) ?? (await read(from, to, q.windowSize))
       for (const id of customers) {
         const running = runningUsage(meter, opening?.get(id), windows.get(id)!)
         windows.get(id)!.results.forEach((w, i) => at.get(id)!.set(w.end.getTime(), running[i]))
@@ -196,6 +202,20 @@ async function readUsage(deps: Deps, scope: Scope, q: CostQuery, units: PeriodUn
       span.cumulative = unit.instants.map((t) => values.get((t <= from ? from : t >= to ? to : t).getTime()) ?? new D(0))
     }
   }
+}
+
+/** The customers' windows from `q.known`, when it has every one of them and they are the range's windows with nothing before. */
+function knownWindows(q: CostQuery, meter: Meter, customers: string[], from: Date, to: Date, fromStart: boolean, windows: UsageWindow[]): Map<string, UsageResult> | undefined {
+  const bucketed = meter.aggregation.bucket_size !== undefined && meter.aggregation.bucket_size !== null
+  if (!q.known || !fromStart || bucketed || !isAdditive(meter.aggregation.type) || from.getTime() !== q.start.getTime() || to.getTime() !== q.end.getTime()) return undefined
+  const out = new Map<string, UsageResult>()
+  for (const id of customers) {
+    const values = q.known(meter.id, id)
+    if (!values) return undefined
+    const results = windows.map((w, i) => ({ ...w, value: values[i], groups: new Map<string, Decimal>() }))
+    out.set(id, { meterId: meter.id, eventName: meter.event_name, type: meter.aggregation.type, value: values.reduce((a, b) => a.plus(b), new D(0)), results })
+  }
+  return out
 }
 
 /** The index of the window holding each instant (ascending instants, windows in order). */
@@ -223,7 +243,7 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
   if (currencies.length > 1) {
     throw validationError('external_customer_id', `the usage is billed in several currencies (${currencies.join(', ')}): ask for customers of one currency at a time`)
   }
-  await readUsage(deps, scope, q, units)
+  await readUsage(deps, scope, q, units, windows)
   const meters = new Map<string, MeterCost>()
   const costOf = (meterId: string) => {
     let m = meters.get(meterId)

@@ -17,7 +17,7 @@ import { customerViews, findCustomerByExternalId, type CustomerView } from '../c
 import { listSubscriptions, type LineItemRow } from '../subscriptions/read.ts'
 import { propertyBreakdown, usageBreakdown, type BreakdownGroup, type BreakdownPage, type PropertyBreakdownQuery } from '../usage/analytics/store.ts'
 import { cachedRecords } from './cached-records.ts'
-import { usageCosts, type Costs, type MeterCost } from './costs.ts'
+import { usageCosts, type Costs, type CostQuery, type MeterCost } from './costs.ts'
 
 export const EXPANDABLE = ['feature', 'meter', 'price', 'plan', 'addon', 'subscription_line_item'] as const
 export type Expandable = (typeof EXPANDABLE)[number]
@@ -270,8 +270,24 @@ export async function resolveRequest(deps: Deps, actor: Actor, r: AnalyticsReque
 }
 
 /** The cost of the resolved meters' usage, per meter, customer and window. */
-export const costsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved): Promise<Costs> =>
-  usageCosts(deps, actor, { meters: x.meters, customerIds: x.customers?.map((c) => c.id), start: r.start, end: r.end, windowSize: r.windowSize, calendar: { billingAnchor: r.billingAnchor, timeZone: r.timeZone } })
+export const costsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved, known?: CostQuery['known']): Promise<Costs> =>
+  usageCosts(deps, actor, { meters: x.meters, customerIds: x.customers?.map((c) => c.id), start: r.start, end: r.end, windowSize: r.windowSize, calendar: { billingAnchor: r.billingAnchor, timeZone: r.timeZone }, known })
+
+/**
+ * The customer's usage per meter and window from a page of its unfiltered breakdown, when the page holds every
+ * group: the groups add up to the meter's usage (additive meters; costs.ts checks the meter).
+ */
+function usageOfPage(r: AnalyticsRequest, customer: CustomerView, page: BreakdownPage): CostQuery['known'] {
+  if (r.offset !== 0 || page.total !== page.groups.length) return undefined
+  const windows = windowsOf(r).length
+  const byMeter = new Map<string, Decimal[]>()
+  for (const g of page.groups) {
+    const values = byMeter.get(g.meterId) ?? Array.from({ length: windows }, () => new D(0))
+    const usage = g.points ? g.points.map((p) => new D(p.usage)) : [new D(g.usage)]
+    byMeter.set(g.meterId, values.map((v, i) => v.plus(usage[i])))
+  }
+  return (meterId, externalId) => (externalId === customer.external_id ? (byMeter.get(meterId) ?? Array.from({ length: windows }, () => new D(0))) : undefined)
+}
 
 export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsRequest): Promise<Analytics> {
   const resolved = await resolveRequest(deps, actor, r)
@@ -281,7 +297,13 @@ export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsReque
   // On the second connection: the breakdown runs while the cost reads usage on the first (chDB runs one statement per connection at a time).
   const ch = { ...deps.ch, client: deps.ch.reader }
   const read = (x: PropertyBreakdownQuery) => (byProperty ? propertyBreakdown(ch, x) : usageBreakdown(ch, { ...x, groupBy: x.groupBy as ('source' | 'external_customer_id')[] }))
-  const [page, costs] = await Promise.all([read(q), costsOf(deps, actor, r, resolved)])
+  // One customer, unfiltered: its breakdown is its usage too, so the cost prices it without a read of its own.
+  const [one] = !isFiltered(r) && resolved.customers?.length === 1 ? resolved.customers : []
+  const [page, costs] = one ? await readThenPrice(one) : await Promise.all([read(q), costsOf(deps, actor, r, resolved)])
+  async function readThenPrice(customer: CustomerView): Promise<[BreakdownPage, Costs]> {
+    const page = await read(q)
+    return [page, await costsOf(deps, actor, r, resolved, usageOfPage(r, customer, page))]
+  }
   const windows = windowsOf(r).length
   const priced = [...costs.meters.values()].some((m) => m.windows.some((c) => !c.isZero()))
   const filtered = isFiltered(r)
