@@ -142,6 +142,13 @@ describe('GET /v1/customers/{id}/entitlements', () => {
     expect((await entitlements(d.id)).body.features).toEqual([])
   })
 
+  it('shows a feature changed at the next read (features are cached apart from the sources)', async () => {
+    const before = byFeature((await entitlements(c.id)).body)[support.id].feature
+    const renamed = await t.h.http('PUT', `/v1/features/${support.id}`, { body: { name: unique('renamed') } })
+    expect(renamed.status).toBe(200)
+    expect(byFeature((await entitlements(c.id)).body)[support.id].feature).toEqual({ ...before, name: renamed.body.name, version: renamed.body.version, updated_at: renamed.body.updated_at })
+  })
+
   it('leaves out cancelled, not-yet-started and payment-pending subscriptions', async () => {
     const d = await customer(t.h)
     const p = await plan(t.h, { prices: [fixedPrice('1')], entitlements: [{ feature_id: audit.id }] })
