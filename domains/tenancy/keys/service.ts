@@ -24,7 +24,7 @@ const stateOf = (deps: Deps): KeyState => {
   return s
 }
 
-// One-shot (Node ≥ 20.12): no Hash object per request.
+// Keys are stored as their SHA-256; crypto.hash (Node ≥ 20.12) makes it in one call.
 const hashKey = (secret: string): Buffer => hash('sha256', secret, 'buffer')
 
 export interface KeyView extends Omit<store.ApiKeyRow, 'revoked_at'> {
