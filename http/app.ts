@@ -1,12 +1,12 @@
 // The Koa app factory: tests build exactly the app that the CLI serves.
 import { bodyParser } from '@koa/bodyparser'
-import Router from '@koa/router'
 import Koa from 'koa'
 import { randomUUID } from 'node:crypto'
 import type { Deps } from '../infra/deps.ts'
 import { errorHandler } from './errors.ts'
 import { RateLimiter } from './rate-limit.ts'
-import { mountRoutes, type Route } from './route.ts'
+import type { Route } from './route.ts'
+import { routeGroups } from './route-groups.ts'
 import { healthRoutes } from './routes/health.ts'
 import { openApiRoutes } from './routes/openapi.ts'
 import { consoleMiddleware } from './console.ts'
@@ -23,10 +23,8 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
     if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.code === 'ERR_STREAM_PREMATURE_CLOSE') deps.logger.debug({ err }, 'client left mid-response')
     else deps.logger.warn({ err }, 'error after the response began')
   })
-  const router = new Router()
   const routes: Route[] = [...healthRoutes, ...roleRoutes]
   routes.push(...openApiRoutes(() => routes, VERSION))
-  mountRoutes(router, routes, { deps, limiter: new RateLimiter(deps.config.rateLimitPerSecond) })
 
   app.use(async (ctx, next) => {
     const given = ctx.get('x-request-id')
@@ -57,7 +55,6 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
       parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
     }),
   )
-  app.use(router.routes())
-  app.use(router.allowedMethods({ throw: true }))
+  app.use(routeGroups(routes, { deps, limiter: new RateLimiter(deps.config.rateLimitPerSecond) }))
   return app
 }

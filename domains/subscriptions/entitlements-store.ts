@@ -1,5 +1,6 @@
-// The entitlement lookup's one query: every entitlement a customer's live subscriptions grant through
-// their plans and addons, with its feature, in merge order (plans before addons, oldest subscription first).
+// The entitlement lookup's queries: every entitlement a customer's live subscriptions grant through their plans
+// and addons, in merge order (plans before addons, oldest subscription first); and the features they name, apart,
+// since customers on the same plans share them (domains/subscriptions/entitlements.ts caches them so).
 import type { Scope } from '../../core/scope.ts'
 import type { Db } from '../../infra/postgres.ts'
 
@@ -19,8 +20,6 @@ export interface SourceRow {
   usage_reset_period: string | null
   is_soft_limit: boolean
   static_value: string | null
-  /** The feature record as JSON (to_jsonb). */
-  feature: Record<string, unknown>
 }
 
 export interface SourceFilter {
@@ -43,7 +42,7 @@ export async function entitlementSources(db: Db, scope: Scope, f: SourceFilter):
     AND s.subscription_status IN ('not_started', 'trialing', 'active') AND s.start_date <= ${f.at}
     AND (s.end_date IS NULL OR s.end_date > ${f.at}) AND (s.cancel_at IS NULL OR s.cancel_at > ${f.at}) ${subs}`
   const granted = db`e.tenant_id = c.tenant_id AND e.environment_id = c.environment_id AND e.status = 'published' ${features}`
-  return db<SourceRow[]>`SELECT c.id AS customer_id, src.*, to_jsonb(f) AS feature
+  return db<SourceRow[]>`SELECT c.id AS customer_id, src.*
     FROM customers c
     LEFT JOIN LATERAL (
       SELECT s.id AS subscription_id, s.start_date AS started, 0 AS kind, 'plan' AS entity_type, p.id AS entity_id, p.name AS entity_name,
@@ -63,7 +62,12 @@ export async function entitlementSources(db: Db, scope: Scope, f: SourceFilter):
         JOIN entitlements e ON e.entity_type = 'ADDON' AND e.entity_id = a.id AND ${granted}
        WHERE ${live}
     ) src ON true
-    LEFT JOIN features f ON f.id = src.feature_id
     WHERE c.tenant_id = ${scope.tenantId} AND c.environment_id = ${scope.environmentId} AND ${customer} AND c.status = 'published'
     ORDER BY src.kind, src.started, src.subscription_id, src.display_order, src.entitlement_id`
+}
+
+/** The features of `ids` as JSON (to_jsonb, whose key order the answer keeps), whatever their status: an entitlement names them. */
+export async function featuresById(db: Db, scope: Scope, ids: string[]): Promise<{ id: string; feature: Record<string, unknown> }[]> {
+  return db`SELECT f.id, to_jsonb(f) AS feature FROM features f
+    WHERE f.id = ANY(${ids}::text[]) AND f.tenant_id = ${scope.tenantId} AND f.environment_id = ${scope.environmentId}`
 }

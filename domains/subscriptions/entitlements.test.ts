@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { created, customer, feature, fixedPrice, plan, subscribed, twoTenants, unique } from '../../test/catalog.ts'
+import { toWire } from '../records/wire.ts'
+import { customerEntitlements, type EntitlementQuery } from './entitlements.ts'
 
 const NOW = '2025-01-15T10:00:00.000Z'
 const t = twoTenants({ clock: fixedClock(NOW) })
@@ -16,6 +18,11 @@ beforeAll(async () => {
 const subscribe = (body: Record<string, unknown>) => subscribed(t.h, body)
 const entitlements = (customerId: string, query = '', key?: string) => t.h.http('GET', `/v1/customers/${customerId}/entitlements${query}`, { key })
 const byFeature = (body: any) => Object.fromEntries(body.features.map((f: any) => [f.feature.id, f]))
+/** The response as sent: status, content type and the body's bytes. */
+const raw = async (path: string) => {
+  const res = await fetch(t.h.baseUrl + path, { headers: { 'x-api-key': t.h.key } })
+  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() }
+}
 
 describe('GET /v1/customers/{id}/entitlements', () => {
   let c: any
@@ -92,6 +99,32 @@ describe('GET /v1/customers/{id}/entitlements', () => {
     expect(f[calls.id].entitlement).toMatchObject({ usage_limit: 200, usage_reset_period: 'DAILY' })
   })
 
+  // The route answers a body built once per cached object (http/prebuilt-json.ts): the bytes must be what Koa
+  // sent for the toWire'd object, on the first read and on the cached ones.
+  it('answers the bytes of the serialized merge, for every feature and for one, cached or not', async () => {
+    const actor = { tenantId: t.h.tenant.tenantId, environmentId: t.h.tenant.environments.production, keyId: 'test', roles: ['read' as const] }
+    for (const [query, filter] of [['', {}], [`?feature_ids=${calls.id}`, { feature_ids: [calls.id] }]] as [string, EntitlementQuery][]) {
+      const expected = JSON.stringify(toWire(await customerEntitlements(t.h.running.deps, actor, { id: c.id }, filter)))
+      for (const path of [`/v1/customers/${c.id}/entitlements${query}`, `/v1/customers/external/${c.external_id}/entitlements${query}`]) {
+        const first = await raw(path)
+        expect(first).toEqual({ status: 200, type: 'application/json; charset=utf-8', text: expected })
+        expect(await raw(path)).toEqual(first)
+      }
+    }
+  })
+
+  it('shows an addon added to a live subscription at the next read', async () => {
+    const d = await customer(t.h)
+    const p = await plan(t.h, { prices: [fixedPrice('1')], entitlements: [{ feature_id: support.id, static_value: 'email' }] })
+    const sub = await subscribe({ customer_id: d.id, plan_id: p.id })
+    expect(Object.keys(byFeature((await entitlements(d.id)).body))).toEqual([support.id])
+    const added = await t.h.http('POST', '/v1/subscriptions/addon', { body: { subscription_id: sub.id, addon_id: addon.id } })
+    expect(added.status).toBe(200)
+    const f = byFeature((await entitlements(d.id)).body)
+    expect(Object.keys(f)).toEqual([support.id, calls.id, sso.id])
+    expect(f[calls.id].sources.map((s: any) => [s.entity_type, s.subscription_id])).toEqual([['addon', sub.id]])
+  })
+
   it('lets one unlimited source make the limit unlimited, and soft only when every source is soft', async () => {
     const d = await customer(t.h)
     const unlimited = await plan(t.h, { prices: [fixedPrice('1')], entitlements: [{ feature_id: calls.id, usage_limit: null, usage_reset_period: 'MONTHLY', is_soft_limit: true }] })
@@ -107,6 +140,13 @@ describe('GET /v1/customers/{id}/entitlements', () => {
     expect(byFeature((await entitlements(d.id)).body)[audit.id].entitlement.is_enabled).toBe(true)
     await t.h.http('DELETE', `/v1/entitlements/${p.entitlements[0].id}`)
     expect((await entitlements(d.id)).body.features).toEqual([])
+  })
+
+  it('shows a feature changed at the next read (features are cached apart from the sources)', async () => {
+    const before = byFeature((await entitlements(c.id)).body)[support.id].feature
+    const renamed = await t.h.http('PUT', `/v1/features/${support.id}`, { body: { name: unique('renamed') } })
+    expect(renamed.status).toBe(200)
+    expect(byFeature((await entitlements(c.id)).body)[support.id].feature).toEqual({ ...before, name: renamed.body.name, version: renamed.body.version, updated_at: renamed.body.updated_at })
   })
 
   it('leaves out cancelled, not-yet-started and payment-pending subscriptions', async () => {

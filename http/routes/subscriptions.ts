@@ -3,6 +3,7 @@
 // its handler; splitting them by verb would scatter one resource's wire contract over files.
 import { BILLING_PERIODS } from '../../core/periods.ts'
 import { defineRoute, type Route } from '../route.ts'
+import { answerPrebuilt } from '../prebuilt-json.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { currencySchema, dateTime, decimalString, fromListQuery, fromSearchBody, idList, listQuery, metadataSchema, nonNegativeDecimal, searchBody, versionField } from '../record-schema.ts'
@@ -433,7 +434,7 @@ export const subscriptionRoutes: Route[] = [
     summary: 'What a customer, found by external_id, may use now (see GET /v1/customers/{id}/entitlements)',
     permission: 'read',
     query: entitlementQuery,
-    handler: async ({ deps, actor, params, query }) => toWire(await customerEntitlements(deps, actor, { external_id: params.external_id }, query)),
+    handler: async ({ deps, actor, params, query, ctx }) => answerPrebuilt(ctx, await customerEntitlements(deps, actor, { external_id: params.external_id }, query)),
   }),
   defineRoute<Record<string, never>, EntitlementQuery>({
     method: 'GET',
@@ -442,6 +443,6 @@ export const subscriptionRoutes: Route[] = [
     summary: 'What a customer may use now: each feature merged across its live subscriptions and addons, with the sources',
     permission: 'read',
     query: entitlementQuery,
-    handler: async ({ deps, actor, params, query }) => toWire(await customerEntitlements(deps, actor, { id: params.id }, query)),
+    handler: async ({ deps, actor, params, query, ctx }) => answerPrebuilt(ctx, await customerEntitlements(deps, actor, { id: params.id }, query)),
   }),
 ]

@@ -1,4 +1,5 @@
 import { defineRoute, type Route } from '../route.ts'
+import { answerPrebuilt } from '../prebuilt-json.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { currencySchema, dateTime, fromListQuery, fromSearchBody, listQuery, metadataSchema, nonNegativeDecimal, searchBody, versionField } from '../record-schema.ts'
@@ -210,7 +211,7 @@ export const walletRoutes: Route[] = [
     tag: TAG,
     summary: 'The ongoing balance: balance − current-period unbilled usage charges − unpaid invoices',
     permission: 'read',
-    handler: async ({ deps, actor, params }) => toWire(await ongoingBalanceOf(deps, actor, params.id)),
+    handler: async ({ deps, actor, params, ctx }) => answerPrebuilt(ctx, await ongoingBalanceOf(deps, actor, params.id)),
   }),
   defineRoute({
     method: 'POST',

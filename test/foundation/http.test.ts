@@ -41,6 +41,23 @@ describe('HTTP conventions', () => {
     expect(method.body).toEqual(errorShape(405, 'invalid_operation'))
   })
 
+  // http/route-groups.ts: the routes are found through their group (the first two path segments) and answer as one
+  // router over all of them did.
+  it('routes by group as one router did: case, trailing slash, static paths first, OPTIONS, unknown methods', async () => {
+    expect((await h.http('GET', '/V1/Environments/')).status).toBe(200)
+    expect((await h.http('GET', '/v1//environments')).body).toEqual(errorShape(404, 'not_found'))
+    expect((await h.http('GET', '/v1')).body).toEqual(errorShape(404, 'not_found'))
+    // A static path of the group before its {id}: a validation error about the query, not "customer wallets not found".
+    expect((await h.http('GET', '/v1/customers/wallets')).body).toEqual(errorShape(400, 'validation_error'))
+    const options = await h.http('OPTIONS', '/v1/environments')
+    expect(options.status).toBe(200)
+    expect(options.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'HEAD'])
+    expect((await h.http('OPTIONS', '/v1/no-such-thing')).status).toBe(404)
+    // The router answered a method it does not know with 501, which reached clients as an internal error (500).
+    expect((await h.http('PROPFIND', '/v1/environments')).body).toEqual(errorShape(405, 'invalid_operation'))
+    expect((await h.http('PROPFIND', '/v1/no-such-thing')).body).toEqual(errorShape(404, 'not_found'))
+  })
+
   it('rejects bad bodies with 4xx, names the field, and writes nothing', async () => {
     const before = await keyCount()
 

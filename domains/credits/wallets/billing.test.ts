@@ -5,6 +5,8 @@ import { fixedClock } from '../../../core/clock.ts'
 import { customer, plan, usagePrice } from '../../../test/catalog.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import { readyMeter, send } from '../../../test/usage-helpers.ts'
+import { toWire } from '../../records/wire.ts'
+import { ongoingBalanceOf } from './realtime.ts'
 import { call, ledger as ledgerOf, newWallet as walletFor, runNamedJob, topUp as topUpOf } from '../../../test/wallets.ts'
 
 const clock = fixedClock('2025-03-10T12:00:00Z')
@@ -158,6 +160,14 @@ describe('the real-time balance', () => {
     const rt = await ok('GET', `/v1/wallets/${w.id}/balance/real-time`)
     // 100 − 25 × 0.50 − 30 = 57.50
     expect(rt).toMatchObject({ balance: '100.00', credit_balance: '100', current_period_usage: '12.50', unpaid_invoices_amount: '30.00', real_time_balance: '57.50', real_time_credit_balance: '57.5' })
+    // Answered from a body built once per cached object (http/prebuilt-json.ts): the bytes Koa sent for the object.
+    const actor = { tenantId: h.tenant.tenantId, environmentId: h.tenant.environments.production, keyId: 'test', roles: ['read' as const] }
+    const res = await fetch(`${h.baseUrl}/v1/wallets/${w.id}/balance/real-time`, { headers: { 'x-api-key': h.key } })
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    expect(await res.text()).toBe(JSON.stringify(toWire(await ongoingBalanceOf(h.running.deps, actor, w.id))))
+    // A top-up is seen by the next read, cache and built body notwithstanding.
+    await topUp(w.id, { credits_to_add: '10' })
+    expect(await ok('GET', `/v1/wallets/${w.id}/balance/real-time`)).toMatchObject({ balance: '110.00', real_time_balance: '67.50' })
   })
 })
 

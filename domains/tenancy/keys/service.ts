@@ -1,6 +1,6 @@
 // API keys: minted with 256 random bits, stored only as a SHA-256 hash, bound to one environment,
 // refused once revoked or expired. Lookups are cached briefly; last use is recorded in batches.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { AppError, notFound, validationError } from '../../../core/errors.ts'
 import { newId, newSecret } from '../../../core/ids.ts'
 import type { Actor, Role, Scope } from '../../../core/scope.ts'
@@ -24,7 +24,8 @@ const stateOf = (deps: Deps): KeyState => {
   return s
 }
 
-const hashKey = (secret: string): Buffer => createHash('sha256').update(secret).digest()
+// Keys are stored as their SHA-256; crypto.hash (Node ≥ 20.12) makes it in one call.
+const hashKey = (secret: string): Buffer => hash('sha256', secret, 'buffer')
 
 export interface KeyView extends Omit<store.ApiKeyRow, 'revoked_at'> {
   provider: string
@@ -60,12 +61,12 @@ const unauthenticated = (message: string): AppError =>
 export async function authenticate(deps: Deps, secret: string | undefined): Promise<Actor> {
   if (!secret) throw unauthenticated('missing API key: send it in the x-api-key header')
   const state = stateOf(deps)
-  const hash = hashKey(secret)
-  const cacheKey = hash.toString('base64')
+  // The cache is keyed by the hash in base64 (as row.key_hash reads), straight from the one-shot digest.
+  const cacheKey = hash('sha256', secret, 'base64')
   const now = deps.clock.now()
   let entry = state.cache.get(cacheKey)
   if (!entry || Date.now() - entry.at > CACHE_TTL_MS) {
-    const row = await store.findByHash(deps.sql, hash)
+    const row = await store.findByHash(deps.sql, Buffer.from(cacheKey, 'base64'))
     if (!row) throw unauthenticated('invalid API key')
     entry = { row, at: Date.now() }
     state.cache.set(cacheKey, entry)
