@@ -5,6 +5,7 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Config } from '../core/config.ts'
+import type { CsvPiece as CsvText } from '../core/csv.ts'
 import { inlineParams, LONG_QUERY, sqlString } from './ch-literals.ts'
 import type { StreamChunk } from 'chdb'
 
@@ -49,10 +50,8 @@ export interface ClickHouse {
   close(): Promise<void>
 }
 
-interface CsvPiece {
-  bytes: Uint8Array
-  rows: number
-}
+/** A piece of streamCsv: always bytes, ClickHouse's. */
+type CsvPiece = CsvText & { bytes: Uint8Array }
 
 /** ClickHouse's CSV as RFC 4180 with ISO instants: CRLF line ends, `%f` as the column's 3 digits of milliseconds. */
 const CSV_SETTINGS = { output_format_csv_crlf_end_of_line: 1, formatdatetime_f_prints_scale_number_of_digits: 1 } as const

@@ -5,7 +5,7 @@
 // customer's line amounts. Memory holds one customer's rows of one meter, the customers met, and the costs.
 // With the reconciliation column set, the window rows are followed by one row per customer and meter over the whole
 // range: the numbers of the usage reconciliation report (invoicing's usageReconciliation, one call per customer).
-import type { CsvColumn, CsvValue } from '../../core/csv.ts'
+import { csvPieces, type CsvColumn, type CsvPiece, type CsvValue } from '../../core/csv.ts'
 import { AppError } from '../../core/errors.ts'
 import { D, type Decimal } from '../../core/money.ts'
 import type { Actor } from '../../core/scope.ts'
@@ -27,7 +27,7 @@ export interface AnalyticsExportRequest extends AnalyticsRequest {
 export interface AnalyticsExport {
   filename: string
   columns: CsvColumn[]
-  rows(signal: AbortSignal): AsyncIterable<CsvValue[]>
+  pieces(signal: AbortSignal): AsyncIterable<CsvPiece>
 }
 
 const NUMBER = 'number' as const
@@ -95,10 +95,10 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
   const reconciliation = r.columnSets.includes('reconciliation')
   // A window row's reconciliation cells: its kind, the numbers left empty.
   const usageRow = reconciliation ? ['usage', ...RECONCILIATION.slice(1).map(() => null)] : []
-  return {
+  const csv = {
     filename: `usage-${r.start.toISOString()}-${r.end.toISOString()}.csv`.replace(/:/g, ''),
     columns: columnsOf(keys, metadata, reconciliation),
-    async *rows(signal) {
+    async *rows(signal: AbortSignal): AsyncGenerator<CsvValue[]> {
       const resolved = await resolveRequest(deps, actor, r)
       if (resolved.meters.length === 0) return
       const costs = await costsOf(deps, actor, r, resolved)
@@ -224,4 +224,5 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
       }
     },
   }
+  return { filename: csv.filename, columns: csv.columns, pieces: (signal) => csvPieces(csv.columns, csv.rows(signal)) }
 }
