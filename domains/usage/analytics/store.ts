@@ -12,7 +12,6 @@
 //   - properties grouped or filtered, or `read: 'raw'` (reconciliation): raw rows only.
 // Raw rows are meter_usage's (the value) joined to events (the source and properties) by customer and id when a
 // source or property is needed.
-import type { CsvPiece } from '../../../core/csv.ts'
 import type { ClickHouse } from '../../../infra/clickhouse.ts'
 import { chDateTime, LONG_QUERY, sqlString, sqlStringArray } from '../../../infra/ch-literals.ts'
 import { sliceSql } from '../../../infra/ch-slices.ts'
@@ -654,7 +653,7 @@ const isoInstant = (col: string) => `formatDateTime(${col}, '%Y-%m-%dT%H:%i:%S.%
  * nothing to neutralize). Passed through as
  * bytes, never parsed here: what makes a raw export run at ClickHouse's speed.
  */
-export function eventsCsv(ch: ClickHouse, q: EventExportQuery, options: { signal?: AbortSignal } = {}): AsyncIterable<CsvPiece> {
+export function eventsCsv(ch: ClickHouse, q: EventExportQuery, options: { signal?: AbortSignal } = {}): AsyncIterable<{ bytes: Uint8Array; rows: number }> {
   const { where, params } = eventsWhere(q)
   // Text cells neutralized as core/csv.ts does (infra/ch-csv.ts); ClickHouse's CSV then quotes every string.
   const cells = [neutralizedSql('id'), isoInstant('timestamp'), isoInstant('received_at'), neutralizedSql('external_customer_id'), neutralizedSql('customer_id'), neutralizedSql('event_name'), neutralizedSql('source'), 'properties']
