@@ -161,6 +161,8 @@ describe('the analytics export written by ClickHouse equals the JavaScript rows 
     // Each customer's events within the 5,000 minutes, one row per meter each (50 customers a batch).
     const within = Array.from({ length: MANY }, (_, c) => [0, 1, 2].filter((k) => c * 37 + k * 1013 < 5000).length).reduce((a, b) => a + b, 0)
     await same(request({ features: ['calls', 'tokens'], start, end, windowSize: 'MINUTE', groupBy: ['source'] }), within * 2)
+    // COUNT alone: whole numbers, summed as UInt64.
+    await same(request({ features: ['calls'], start, end, windowSize: 'MINUTE' }), within)
   })
 
   it('MONTH windows from a billing anchor, and WEEK windows in a time zone', async () => {

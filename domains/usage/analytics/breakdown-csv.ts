@@ -35,9 +35,12 @@ export interface BreakdownCsvCells {
 
 const multiplierOf = (m: AnalyticsMeter) => new U(m.aggregation.multiplier ?? 1)
 
-/** A slice row's value as core/usage sliceValue computes it, as Decimal256(scale). */
+/** Aggregations whose values are whole numbers: summed as UInt64, whose text ClickHouse writes ~15× faster than a Decimal256's. */
+const WHOLE = new Set(['COUNT', 'COUNT_UNIQUE'])
+
+/** A slice row's value as core/usage sliceValue computes it: UInt64 when every meter's is whole (`scale` 0), else Decimal256(scale). */
 function valueSql(m: AnalyticsMeter, scale: number): string {
-  const d = (measure: string) => `toDecimal256(${measure}, ${scale})`
+  const d = (measure: string) => (scale === 0 ? `toUInt64(${measure})` : `toDecimal256(${measure}, ${scale})`)
   switch (m.aggregation.type) {
     case 'COUNT':
       return d('events')
@@ -64,7 +67,9 @@ function partRows(part: BreakdownPart, keys: string[], scale: number): string {
     part.meters.length === 1
       ? valueSql(part.meters[0], scale)
       : `multiIf(${part.meters.map((m) => `meter_id = ${sqlString(m.meterId)}, ${valueSql(m, scale)}`).join(', ')}, ${valueSql(part.meters[0], scale)})`
-  return `SELECT [${part.sliceWindows.join(',')}][slice + 1] AS w, ${keys.join(', ')}, toUInt64(events) AS events, ${value} AS v FROM (${part.sql})`
+  // Unbucketed, a window is one slice.
+  const window = part.sliceWindows.every((w, i) => w === i) ? 'slice' : `[${part.sliceWindows.join(',')}][slice + 1]`
+  return `SELECT ${window} AS w, ${keys.join(', ')}, toUInt64(events) AS events, ${value} AS v FROM (${part.sql})`
 }
 
 /**
@@ -90,7 +95,7 @@ function withCosts(rows: string, others: string[], scale: number, costs: NonNull
         SELECT *, intDiv(abs(signed) * wt, wsum) AS fl, abs(signed) * wt - intDiv(abs(signed) * wt, wsum) * wsum AS rem FROM (
           SELECT *, sum(wt) OVER (${g}) AS wsum FROM (
             SELECT *, if(max(aw) OVER (${g}) = 0, toInt256(1), aw) AS wt FROM (
-              SELECT *, toInt256(if(off < 0, '0', ${sqlStringArray(flat)}[off + w + 1])) AS signed, toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}')) AS aw
+              SELECT *, toInt256(if(off < 0, '0', ${sqlStringArray(flat)}[off + w + 1])) AS signed, ${scale === 0 ? 'toInt256(usage)' : `toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}'))`} AS aw
               FROM (SELECT *, ${at} AS off FROM (${rows}))
             )
           )
@@ -108,7 +113,7 @@ export function breakdownCsv(ch: ClickHouse, q: PropertyBreakdownQuery, cells: B
   const plan = breakdownPlan(q)
   const places = Math.max(0, ...q.meters.filter((m) => m.aggregation.type === 'SUM_WITH_MULTIPLIER').map((m) => multiplierOf(m).decimalPlaces()))
   if (places > MAX_MULTIPLIER_PLACES) throw new RangeError(`breakdownCsv: a multiplier of more than ${MAX_MULTIPLIER_PLACES} places is written by the JavaScript path`)
-  const scale = 12 + places
+  const scale = q.meters.every((m) => WHOLE.has(m.aggregation.type)) ? 0 : 12 + places
   const others = plan.keys.filter((k) => k !== 'meter_id' && k !== 'customer')
   const rows = `SELECT w, ${plan.keys.join(', ')}, sum(events) AS event_count, sum(v) AS usage FROM (
       ${plan.parts.map((p) => partRows(p, plan.keys, scale)).join('\n UNION ALL \n')}
