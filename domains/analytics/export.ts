@@ -3,7 +3,7 @@
 // computed before the first row) split over the customer's rows of the window by usage (allocateByUsage): the rows add
 // up to the customer's line amounts. Two writers give the same bytes (export-paths.test.ts), chosen by exportPath:
 // ClickHouse (usage analytics breakdownCsv: values, cost split and cells computed in the statement, its text passed
-// through; ~15× faster), or this file from streamBreakdown's rows through core/csv.ts, which holds one customer's rows
+// through; ~12× faster), or this file from streamBreakdown's rows through core/csv.ts, which holds one customer's rows
 // of one meter, the customers met, and the costs.
 // With the reconciliation column set, the window rows are followed by one row per customer and meter over the whole
 // range: the numbers of the usage reconciliation report (invoicing's usageReconciliation, one call per customer).
