@@ -77,30 +77,33 @@ function partRows(part: BreakdownPart, keys: string[], scale: number): string {
  * core/analytics allocateByUsage: weights |usage| (all 1 when none has usage), floors of units × weight / total, the
  * units left to the largest remainders, then the larger weight, then the earlier row. Exact in Int256.
  */
-function withCosts(rows: string, others: string[], scale: number, costs: NonNullable<BreakdownCsvCells['costs']>): string {
-  const keys: string[] = []
+function withCosts(rows: string, keys: string[], others: string[], scale: number, costs: NonNullable<BreakdownCsvCells['costs']>): string {
+  const ids: string[] = []
   const offsets: number[] = []
   const flat: string[] = []
   for (const [meterId, customers] of costs.windows) {
     for (const [customer, windows] of customers) {
-      keys.push(`${meterId}\u0000${customer}`)
+      ids.push(`${meterId}\u0000${customer}`)
       offsets.push(flat.length)
       flat.push(...windows)
     }
   }
   const g = 'PARTITION BY meter_id, customer, w'
-  const at = `transform(concat(meter_id, '\\0', customer), ${sqlStringArray(keys)}, [${offsets.join(',')}], -1)`
-  return `SELECT *, sign(signed) * (fl + if(rank <= left, 1, 0)) AS cost_units FROM (
-      SELECT *, abs(signed) - sum(fl) OVER (${g}) AS left, row_number() OVER (${g} ORDER BY rem DESC, wt DESC${others.map((k) => `, ${k}`).join('')}) AS rank FROM (
-        SELECT *, intDiv(abs(signed) * wt, wsum) AS fl, abs(signed) * wt - intDiv(abs(signed) * wt, wsum) * wsum AS rem FROM (
-          SELECT *, sum(wt) OVER (${g}) AS wsum FROM (
-            SELECT *, if(max(aw) OVER (${g}) = 0, toInt256(1), aw) AS wt FROM (
-              SELECT *, toInt256(if(off < 0, '0', ${sqlStringArray(flat)}[off + w + 1])) AS signed, ${scale === 0 ? 'toInt256(usage)' : `toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}'))`} AS aw
-              FROM (SELECT *, ${at} AS off FROM (${rows}))
-            )
+  const at = `transform(concat(meter_id, '\\0', customer), ${sqlStringArray(ids)}, [${offsets.join(',')}], -1)`
+  const row = ['w', ...keys, 'event_count', 'usage'].join(', ')
+  // Two window steps (one sort each): the partition's weights, then its rows by remainder, whose order both the
+  // units left and the rank are read in. Each step keeps only the columns still needed: it holds the batch's rows.
+  return `SELECT ${row}, sign(signed) * (fl + if(rank <= left, 1, 0)) AS cost_units FROM (
+      SELECT ${row}, signed, fl, abs(signed) - sum(fl) OVER ordered AS left, row_number() OVER ordered AS rank FROM (
+        SELECT ${row}, signed, if(top = 0, toInt256(1), aw) AS wt, if(top = 0, toInt256(n), total) AS wsum,
+          intDiv(abs(signed) * wt, wsum) AS fl, abs(signed) * wt - fl * wsum AS rem FROM (
+          SELECT ${row}, signed, aw, max(aw) OVER (${g}) AS top, sum(aw) OVER (${g}) AS total, count() OVER (${g}) AS n FROM (
+            SELECT ${row}, toInt256(if(off < 0, '0', ${sqlStringArray(flat)}[off + w + 1])) AS signed, ${scale === 0 ? 'toInt256(usage)' : `toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}'))`} AS aw
+            FROM (SELECT *, ${at} AS off FROM (${rows}))
           )
         )
       )
+      WINDOW ordered AS (${g} ORDER BY rem DESC, wt DESC${others.map((k) => `, ${k}`).join('')} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
     )`
 }
 
@@ -145,7 +148,7 @@ export function breakdownCsv(ch: ClickHouse, q: PropertyBreakdownQuery, cells: B
     customer('tail'),
     "'\\r'",
   ]
-  const sql = plan.finish(`SELECT concat(${record.join(', ')}) FROM (${priced ? withCosts(rows, others, scale, costs) : rows})
+  const sql = plan.finish(`SELECT concat(${record.join(', ')}) FROM (${priced ? withCosts(rows, plan.keys, others, scale, costs) : rows})
     ARRAY JOIN ${features} AS feature, arrayEnumerate(${features}) AS fidx
     ORDER BY meter_id, customer, fidx${others.map((k) => `, ${k}`).join('')}, w`)
   // Blocks of 8,192 rows, as the raw export: what a slow client keeps the server holding is a few blocks.
