@@ -78,19 +78,23 @@ function partRows(part: BreakdownPart, keys: string[], scale: number): string {
  * units left to the largest remainders, then the larger weight, then the earlier row. Exact in Int256.
  */
 function withCosts(rows: string, keys: string[], others: string[], scale: number, costs: NonNullable<BreakdownCsvCells['costs']>): string {
+  // Only the windows that cost something: the rest split 0 (a hash lookup per row, not an index into every window).
   const ids: string[] = []
-  const offsets: number[] = []
-  const flat: string[] = []
+  const units: string[] = []
   for (const [meterId, customers] of costs.windows) {
     for (const [customer, windows] of customers) {
-      ids.push(`${meterId}\u0000${customer}`)
-      offsets.push(flat.length)
-      flat.push(...windows)
+      windows.forEach((u, w) => {
+        if (u === '0') return
+        ids.push(`${meterId}\u0000${customer}\u0000${w}`)
+        units.push(u)
+      })
     }
   }
+  const lookup = ids.length === 0 ? "'0'" : `transform(concat(meter_id, '\\0', customer, '\\0', toString(w)), ${sqlStringArray(ids)}, ${sqlStringArray(units)}, '0')`
   const g = 'PARTITION BY meter_id, customer, w'
-  const at = `transform(concat(meter_id, '\\0', customer), ${sqlStringArray(ids)}, [${offsets.join(',')}], -1)`
   const row = ['w', ...keys, 'event_count', 'usage'].join(', ')
+  // Grouped by nothing but the customer, a window has one row, which takes the whole cost: no sort, no split.
+  if (others.length === 0) return `SELECT ${row}, toInt256(${lookup}) AS cost_units FROM (${rows})`
   // Two window steps (one sort each): the partition's weights, then its rows by remainder, whose order both the
   // units left and the rank are read in. Each step keeps only the columns still needed: it holds the batch's rows.
   return `SELECT ${row}, sign(signed) * (fl + if(rank <= left, 1, 0)) AS cost_units FROM (
@@ -98,8 +102,9 @@ function withCosts(rows: string, keys: string[], others: string[], scale: number
         SELECT ${row}, signed, if(top = 0, toInt256(1), aw) AS wt, if(top = 0, toInt256(n), total) AS wsum,
           intDiv(abs(signed) * wt, wsum) AS fl, abs(signed) * wt - fl * wsum AS rem FROM (
           SELECT ${row}, signed, aw, max(aw) OVER (${g}) AS top, sum(aw) OVER (${g}) AS total, count() OVER (${g}) AS n FROM (
-            SELECT ${row}, toInt256(if(off < 0, '0', ${sqlStringArray(flat)}[off + w + 1])) AS signed, ${scale === 0 ? 'toInt256(usage)' : `toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}'))`} AS aw
-            FROM (SELECT *, ${at} AS off FROM (${rows}))
+            SELECT ${row}, toInt256(${lookup}) AS signed,
+              ${scale === 0 ? 'toInt256(usage)' : `toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}'))`} AS aw
+            FROM (${rows})
           )
         )
       )
