@@ -6,14 +6,11 @@
 import { loadConfig } from '../core/config.ts'
 import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
 import { features } from '../domains/catalog/features/service.ts'
-import { createOffering } from '../domains/catalog/offerings/service.ts'
-import { PLAN } from '../domains/catalog/offerings/kinds.ts'
-import { createCustomer } from '../domains/customers/service.ts'
-import { createSubscription } from '../domains/subscriptions/service.ts'
 import { usageAnalytics, type AnalyticsRequest } from '../domains/analytics/service.ts'
 import { usageBreakdown } from '../domains/usage/analytics/store.ts'
 import { meterUsage } from '../domains/usage/queries/service.ts'
 import { startRoles } from '../roles.ts'
+import { pricedCustomers } from './priced-customers.ts'
 import { benchDataDir, fmt, percentile, report } from './common.ts'
 import { loadMarch } from './march-events.ts'
 
@@ -29,14 +26,7 @@ const actor = { ...scope, keyId: 'bench', roles: ['admin' as const] }
 const meter = await createMeter(deps, actor, { name: 'tokens', event_name: 'api.call', aggregation: { type: 'SUM', field: 'tokens' } })
 while ((await getMeter(deps, scope, meter.id)).ready_revision === 0) await new Promise((r) => setTimeout(r, 200))
 await features.create(deps, actor, { name: 'Tokens', type: 'metered', meter_id: meter.id } as never)
-const plan = await createOffering(deps, actor, PLAN, {
-  name: 'Bench plan',
-  prices: [{ currency: 'USD', type: 'USAGE', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '0.001', meter_id: meter.id, display_name: 'Tokens' }],
-} as never)
-for (let i = 0; i < CUSTOMERS; i++) {
-  const c = await createCustomer(deps, actor, { external_id: `cust-${i}`, name: `Customer ${i}` })
-  await createSubscription(deps, actor, { customer_id: c.id, plan_id: plan.id, currency: 'USD', billing_period: 'MONTHLY', start_date: '2024-03-01T00:00:00Z' })
-}
+await pricedCustomers(deps, actor, { meterId: meter.id, displayName: 'Tokens', amount: '0.001', customers: CUSTOMERS })
 
 const loadSeconds = await loadMarch(deps.ch, scope, {
   meterId: meter.id,

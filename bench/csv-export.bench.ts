@@ -11,6 +11,7 @@ import { loadConfig } from '../core/config.ts'
 import { createMeter, getMeter } from '../domains/catalog/meters/service.ts'
 import { features } from '../domains/catalog/features/service.ts'
 import { startRoles } from '../roles.ts'
+import { pricedCustomers } from './priced-customers.ts'
 import { benchDataDir, fmt, report } from './common.ts'
 import { loadMarch } from './march-events.ts'
 
@@ -19,6 +20,8 @@ const N = Number(process.env.BENCH_EXPORT_EVENTS ?? 10_000_000)
 const AGG_CUSTOMERS = Number(process.env.BENCH_EXPORT_CUSTOMERS ?? 2_000)
 const AGG_MINUTES = 5_000
 const AGG_ROWS = AGG_CUSTOMERS * AGG_MINUTES
+// Customers of the aggregated export on a priced plan, in a second measurement.
+const PRICED = 20
 const dataDir = benchDataDir('export')
 const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: dataDir, KAFKA_BROKERS: '', METRICS_PORT: 'off' }
 const running = await startRoles(loadConfig(env), ['api'])
@@ -150,6 +153,14 @@ const aggRuns = await compare(
       AGG_ROWS,
     ),
 )
+// The same export with PRICED of the customers subscribed to a plan pricing the meter: their rows' costs are their
+// window costs (costs.ts) split in the statement.
+await pricedCustomers(deps, actor, { meterId: meter.id, displayName: 'Minutes', amount: '0.0013', customers: PRICED })
+const pricedRuns: Run[] = []
+for (let i = 0; i < 2; i++) {
+  pricedRuns.push(await viaHttp('/v1/events/analytics/export', { start_time: RANGE.start_time, end_time: aggEnd.toISOString(), feature_ids: [(feature as { id: string }).id], window_size: 'MINUTE', format: 'csv' }))
+}
+for (const r of pricedRuns) if (r.rows !== AGG_ROWS) throw new Error(`the priced export sent ${r.rows} rows of ${AGG_ROWS}`)
 await running.stop()
 
 const best = (list: Run[]) => list.reduce((a, b) => (b.seconds < a.seconds ? b : a))
@@ -159,6 +170,7 @@ const row = (label: string, list: Run[], rows: number) => {
 }
 const [h, c] = [best(runs.http), best(runs.ch)]
 const [ah, ac] = [best(aggRuns.http), best(aggRuns.ch)]
+const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
 report(`## CSV export (raw events)
 
 \`POST /v1/events/export\` of ${fmt(N)} stored events (a month, 100 customers; loaded in ${fmt(loadSeconds, 1)} s) over HTTP on
@@ -176,13 +188,16 @@ ${row('ClickHouse INTO OUTFILE (baseline)', runs.ch, N)}
 
 \`POST /v1/events/analytics/export\` of ${fmt(AGG_ROWS)} rows: ${fmt(AGG_CUSTOMERS)} customers × ${fmt(AGG_MINUTES)} MINUTE windows (one event each, generated in
 ClickHouse through the event_batches views in ${fmt(aggLoadSeconds, 1)} s, rollups then merged), one COUNT meter and its feature, no
-subscription (cost 0), over HTTP as above, next to ClickHouse writing the same customer × minute rows (event count and usage from
-the minute rollup) to a file itself, alternated, each twice. Ratio: **${fmt(ac.seconds / ah.seconds, 2)}** of ClickHouse's own speed
-(export ${fmt(AGG_ROWS / ah.seconds)} rows/s against ${fmt(AGG_ROWS / ac.seconds)}).
+subscription (cost 0), over HTTP as above (written by ClickHouse: breakdownCsv), next to ClickHouse writing the same customer ×
+minute rows (event count and usage from the minute rollup) to a file itself, alternated, each twice; then the export again, twice,
+with ${PRICED} of the customers on a plan pricing the meter (their rows' costs split in the statement). Ratio:
+**${fmt(ac.seconds / ah.seconds, 2)}** of ClickHouse's own speed (export ${fmt(AGG_ROWS / ah.seconds)} rows/s against ${fmt(AGG_ROWS / ac.seconds)}).
+Load average at the end: ${load}.
 
 | writer | rows/s | seconds | MB | peak RSS growth MB |
 | --- | ---: | ---: | ---: | ---: |
 ${row('meterbill analytics export (HTTP, CSV)', aggRuns.http, AGG_ROWS)}
 ${row('ClickHouse INTO OUTFILE (baseline)', aggRuns.ch, AGG_ROWS)}
+${row(`meterbill analytics export, ${PRICED} customers priced (HTTP, CSV)`, pricedRuns, AGG_ROWS)}
 `)
 process.exit(0)

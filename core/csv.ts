@@ -76,3 +76,29 @@ export function csvWriter(columns: readonly CsvColumn[]): { header: string; row(
     },
   }
 }
+
+/** Records after the header, already CSV, and how many rows they hold: what an export streams. */
+export interface CsvPiece {
+  bytes: Uint8Array | string
+  rows: number
+}
+
+/** Text is handed on in pieces of about this many characters: one write per row would cost more than the row. */
+const CHUNK = 64 * 1024
+
+/** Rows written through csvWriter (values in the columns' order), joined into pieces of about CHUNK characters. */
+export async function* csvPieces(columns: readonly CsvColumn[], rows: AsyncIterable<readonly CsvValue[]>): AsyncGenerator<CsvPiece> {
+  const writer = csvWriter(columns)
+  let text = ''
+  let count = 0
+  for await (const row of rows) {
+    text += writer.row(row)
+    count++
+    if (text.length >= CHUNK) {
+      yield { bytes: text, rows: count }
+      text = ''
+      count = 0
+    }
+  }
+  if (count > 0) yield { bytes: text, rows: count }
+}

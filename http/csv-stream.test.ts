@@ -6,7 +6,7 @@ import Koa from 'koa'
 import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AppError } from '../core/errors.ts'
-import type { CsvValue } from '../core/csv.ts'
+import { csvPieces, type CsvValue } from '../core/csv.ts'
 import { createLogger } from '../infra/logger.ts'
 import { createMetrics } from '../infra/metrics.ts'
 import { errorHandler } from './errors.ts'
@@ -57,7 +57,7 @@ beforeAll(async () => {
   const app = new Koa()
   app.silent = true // the client that leaves resets its connection: Koa would print that
   app.use(errorHandler(deps.logger))
-  app.use(async (ctx) => sendCsv(ctx, deps, { filename: 'usage 2026:01.csv', columns, rows: sources[ctx.path.slice(1)] }))
+  app.use(async (ctx) => sendCsv(ctx, deps, { filename: 'usage 2026:01.csv', columns, pieces: (signal) => csvPieces(columns, sources[ctx.path.slice(1)](signal)) }))
   server = app.listen(0, '127.0.0.1')
   await new Promise((r) => server.once('listening', r))
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`

@@ -1,5 +1,5 @@
-// A CSV export as a streamed HTTP response: a header record, then rows written through core/csv.ts, or CSV that
-// ClickHouse wrote, passed through; in pieces as they come, never the whole result in memory.
+// A CSV export as a streamed HTTP response: a header record, then the source's pieces of CSV (rows written through
+// core/csv.ts, or text ClickHouse wrote, passed through) as they come, never the whole result in memory.
 //
 // - The first piece is read before anything is sent: a failure there (bad input found late, an engine error) is the
 //   usual error body with its status. After the first byte a failure cuts the connection without the last chunk, so
@@ -9,48 +9,18 @@
 //   and streamCsv stop at once on the reader's side and between chunks on chDB's).
 import { Readable } from 'node:stream'
 import type { Context } from 'koa'
-import { csvHeader, csvWriter, type CsvColumn, type CsvValue } from '../core/csv.ts'
+import { csvHeader, type CsvColumn, type CsvPiece } from '../core/csv.ts'
 import type { Deps } from '../infra/deps.ts'
 
-/** Records after the header, already CSV, and how many rows they hold. */
-interface CsvPiece {
-  bytes: Uint8Array | string
-  rows: number
-}
-
-export type CsvExport = {
+export interface CsvExport {
   /** The file name a browser saves it as. */
   filename: string
   columns: readonly CsvColumn[]
-} & (
-  | {
-      /** The rows, each its values in the columns' order, written through core/csv.ts; the source stops its query when `signal` aborts. */
-      rows(signal: AbortSignal): AsyncIterable<readonly CsvValue[]>
-    }
-  | {
-      /** The records as CSV text already (ClickHouse's own, passed through), with their row counts. */
-      text(signal: AbortSignal): AsyncIterable<CsvPiece>
-    }
-)
-
-/** Text is handed to the socket in pieces of about this many characters: one write per row would cost more than the row. */
-const CHUNK = 64 * 1024
-
-/** Rows written through core/csv.ts, joined into pieces of about CHUNK characters. */
-async function* piecesOf(columns: readonly CsvColumn[], rows: AsyncIterable<readonly CsvValue[]>): AsyncGenerator<CsvPiece> {
-  const writer = csvWriter(columns)
-  let text = ''
-  let count = 0
-  for await (const row of rows) {
-    text += writer.row(row)
-    count++
-    if (text.length >= CHUNK) {
-      yield { bytes: text, rows: count }
-      text = ''
-      count = 0
-    }
-  }
-  if (count > 0) yield { bytes: text, rows: count }
+  /**
+   * The records after the header, already CSV: rows written through core/csv.ts (csvPieces) or ClickHouse's own text
+   * passed through. The source stops its query when `signal` aborts.
+   */
+  pieces(signal: AbortSignal): AsyncIterable<CsvPiece>
 }
 
 /**
@@ -65,7 +35,7 @@ export async function sendCsv(ctx: Context, deps: Pick<Deps, 'logger' | 'metrics
     if (!ctx.res.writableFinished && failure === undefined) controller.abort(new Error('the client closed the connection'))
   }
   ctx.res.once('close', onClose)
-  const pieces = ('text' in csv ? csv.text(controller.signal) : piecesOf(csv.columns, csv.rows(controller.signal)))[Symbol.asyncIterator]()
+  const pieces = csv.pieces(controller.signal)[Symbol.asyncIterator]()
   let first: IteratorResult<CsvPiece>
   try {
     first = await pieces.next()

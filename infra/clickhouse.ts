@@ -5,6 +5,7 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Config } from '../core/config.ts'
+import type { CsvPiece as CsvText } from '../core/csv.ts'
 import { inlineParams, LONG_QUERY, sqlString } from './ch-literals.ts'
 import type { StreamChunk } from 'chdb'
 
@@ -41,21 +42,25 @@ export interface ClickHouse {
    */
   streamRows<T>(query: StreamQuery): AsyncIterable<T>
   /**
-   * The same, as ClickHouse's own CSV (strings quoted, CRLF line ends): pieces of text with their row counts, for
-   * exports that pass ClickHouse's bytes through rather than parse and rewrite each row (~10× faster). On chDB a
-   * piece is a chunk (exact rows); on a server a run of lines (a line break inside a quoted cell counts as a row).
+   * The same, as ClickHouse's own CSV (strings quoted, CRLF line ends), or with `format: 'TabSeparatedRaw'` a statement's
+   * one String column of records built in SQL (infra/ch-csv.ts), each ending in CR, written as they are with LF after:
+   * pieces of text with their row counts, for exports that pass ClickHouse's bytes through rather than parse and
+   * rewrite each row (~10× faster). On chDB a piece is a chunk (exact rows); on a server a run of lines (a line break
+   * inside a quoted cell counts as a row).
    */
-  streamCsv(query: StreamQuery): AsyncIterable<CsvPiece>
+  streamCsv(query: StreamQuery & { format?: CsvFormat }): AsyncIterable<CsvPiece>
   close(): Promise<void>
-}
-
-interface CsvPiece {
-  bytes: Uint8Array
-  rows: number
 }
 
 /** ClickHouse's CSV as RFC 4180 with ISO instants: CRLF line ends, `%f` as the column's 3 digits of milliseconds. */
 const CSV_SETTINGS = { output_format_csv_crlf_end_of_line: 1, formatdatetime_f_prints_scale_number_of_digits: 1 } as const
+
+/** A piece of streamCsv: always bytes, ClickHouse's. */
+type CsvPiece = CsvText & { bytes: Uint8Array }
+
+type CsvFormat = 'CSV' | 'TabSeparatedRaw'
+/** The settings each format of streamCsv is written with (records built in SQL need none). */
+const FORMAT_SETTINGS: Record<CsvFormat, Record<string, number>> = { CSV: CSV_SETTINGS, TabSeparatedRaw: {} }
 
 interface StreamQuery {
   query: string
@@ -173,12 +178,12 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     // The response body as it comes (exec): the client's row reader takes a CR before a line feed for the start of a
     // mid-stream exception (ClickHouse ≥ 25.11), and CSV lines end with CRLF here. Such an exception is then found by
     // its tagged marker, held back across chunk edges so that no byte of it reaches the export.
-    async function* streamCsv({ query, query_params, signal, settings }: StreamQuery): AsyncGenerator<CsvPiece> {
+    async function* streamCsv({ query, query_params, signal, settings, format = 'CSV' }: StreamQuery & { format?: CsvFormat }): AsyncGenerator<CsvPiece> {
       const { stream, response_headers } = await client.exec({
-        query: `${query}\nFORMAT CSV`,
+        query: `${query}\nFORMAT ${format}`,
         query_params,
         abort_signal: signal,
-        clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...CSV_SETTINGS, ...settings },
+        clickhouse_settings: { cancel_http_readonly_queries_on_client_close: 1, ...FORMAT_SETTINGS[format], ...settings },
       })
       const tag = response_headers['x-clickhouse-exception-tag']
       const marker = typeof tag === 'string' ? Buffer.from(`\r\n__exception__\r\n${tag}`) : undefined
@@ -284,9 +289,9 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
       }
     }
   }
-  async function* streamCsv(q: StreamQuery): AsyncGenerator<CsvPiece> {
+  async function* streamCsv({ format = 'CSV', ...q }: StreamQuery & { format?: CsvFormat }): AsyncGenerator<CsvPiece> {
     // A copy: the chunk's bytes are chDB's, and the socket may still be writing them when the next chunk comes.
-    for await (const chunk of chunks(q, 'CSV', CSV_SETTINGS)) yield { bytes: Buffer.from(chunk.raw()), rows: chunk.numRows }
+    for await (const chunk of chunks(q, format, FORMAT_SETTINGS[format])) yield { bytes: Buffer.from(chunk.raw()), rows: chunk.numRows }
   }
   return { client, reader, kind: 'chdb', database, insertRaw, withRows, streamRows, streamCsv, close: async () => void (await Promise.all([reader.close(), client.close()])) }
 }

@@ -1,18 +1,23 @@
 // The analytics export (POST /v1/events/analytics/export): one CSV row per customer, meter (its feature), source,
-// property values and window with events, streamed from ClickHouse (analytics store streamBreakdown, a customer's rows
-// of a meter together). Each row's cost is the customer's cost of that meter and window (costs.ts, computed before the
-// first row) split over the customer's rows of the window by usage (allocateByUsage): the rows add up to the
-// customer's line amounts. Memory holds one customer's rows of one meter, the customers met, and the costs.
+// property values and window with events. Each row's cost is the customer's cost of that meter and window (costs.ts,
+// computed before the first row) split over the customer's rows of the window by usage (allocateByUsage): the rows add
+// up to the customer's line amounts. Two writers give the same bytes (export-paths.test.ts), chosen by exportPath:
+// ClickHouse (usage analytics breakdownCsv: values, cost split and cells computed in the statement, its text passed
+// through; ~12× faster), or this file from streamBreakdown's rows through core/csv.ts, which holds one customer's rows
+// of one meter, the customers met, and the costs.
 // With the reconciliation column set, the window rows are followed by one row per customer and meter over the whole
 // range: the numbers of the usage reconciliation report (invoicing's usageReconciliation, one call per customer).
-import type { CsvColumn, CsvValue } from '../../core/csv.ts'
+import { csvCell, csvPieces, type CsvColumn, type CsvPiece, type CsvValue } from '../../core/csv.ts'
 import { AppError } from '../../core/errors.ts'
-import { D, type Decimal } from '../../core/money.ts'
+import { D, minorUnits, roundMoney, type Decimal } from '../../core/money.ts'
 import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { findCustomerByExternalId, listCustomers, type CustomerRow } from '../customers/service.ts'
 import { usageReconciliation } from '../invoicing/reconciliation/service.ts'
+import { breakdownCsv, MAX_MULTIPLIER_PLACES, SQL_AGGREGATIONS, type BreakdownCsvCells } from '../usage/analytics/breakdown-csv.ts'
 import { customersWithUsage, streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
+import type { Meter } from '../catalog/meters/service.ts'
+import type { Costs } from './costs.ts'
 import { breakdownKeys, costsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest, type Resolved } from './service.ts'
 
 /** Column sets an export may add to its columns. */
@@ -27,7 +32,22 @@ export interface AnalyticsExportRequest extends AnalyticsRequest {
 export interface AnalyticsExport {
   filename: string
   columns: CsvColumn[]
-  rows(signal: AbortSignal): AsyncIterable<CsvValue[]>
+  pieces(signal: AbortSignal): AsyncIterable<CsvPiece>
+}
+
+/** Who writes an export's rows: ClickHouse ('sql', breakdownCsv) or this file through core/csv.ts ('ts'). */
+export type ExportPath = 'sql' | 'ts'
+
+/**
+ * The path of a request: ClickHouse's unless a row needs what only this file computes — the reconciliation rows, an
+ * aggregation that divides (AVG, WEIGHTED_SUM: quotients rounded by decimal.js), or costs of a filtered request (a
+ * share of the customer's unfiltered usage, read separately).
+ */
+export function exportPath(r: AnalyticsExportRequest, resolved: Resolved, priced: boolean): ExportPath {
+  if (r.columnSets.includes('reconciliation') || (priced && isFiltered(r))) return 'ts'
+  const exact = (m: Meter) =>
+    SQL_AGGREGATIONS.has(m.aggregation.type) && (m.aggregation.type !== 'SUM_WITH_MULTIPLIER' || new D(m.aggregation.multiplier ?? 1).decimalPlaces() <= MAX_MULTIPLIER_PLACES)
+  return resolved.meters.every(exact) ? 'sql' : 'ts'
 }
 
 const NUMBER = 'number' as const
@@ -88,140 +108,177 @@ async function customerRecords(deps: Deps, actor: Actor, externalIds: string[]):
   return out
 }
 
-/** The request checked now (group_by); the rest is resolved, and refused with an error body, before the first row. */
-export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequest): AnalyticsExport {
+/**
+ * The request checked now (group_by); the rest is resolved, and refused with an error body, before the first row.
+ * `options.path` forces a path (the paths' comparison test); default exportPath's.
+ */
+export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequest, options: { path?: ExportPath } = {}): AnalyticsExport {
   const keys = breakdownKeys(r.groupBy)
   const metadata = [...new Set(r.metadataColumns)]
   const reconciliation = r.columnSets.includes('reconciliation')
   // A window row's reconciliation cells: its kind, the numbers left empty.
   const usageRow = reconciliation ? ['usage', ...RECONCILIATION.slice(1).map(() => null)] : []
+  const columns = columnsOf(keys, metadata, reconciliation)
+  const metadataOf = (c: CustomerRow | null) => metadata.map((k) => (c?.metadata as Record<string, string> | null)?.[k] ?? null)
+  const cells = (values: CsvValue[]) => values.map((v) => csvCell(v)).join(',')
+  /** ClickHouse writes the rows: the cells it does not compute are written here once per meter and customer. */
+  async function* sqlPieces(resolved: Resolved, costs: Costs, signal: AbortSignal): AsyncGenerator<CsvPiece> {
+    const currency = costs.currency ?? ''
+    const meters = new Map(resolved.meters.map((m) => [m.id, resolved.features.filter((f) => f.meter_id === m.id).map((f) => cells([m.id, m.name, f.id, f.name]))]))
+    for (const batch of await customerBatches(deps, resolved, windowsOf(r).length)) {
+      const records = await customerRecords(deps, actor, batch)
+      const customers = new Map(
+        batch.map((id) => {
+          const c = records.get(id) ?? null
+          return [id, { head: cells([c?.id ?? null, id, c?.name ?? null]), tail: metadataOf(c).map((v) => `,${csvCell(v)}`).join('') }]
+        }),
+      )
+      let priced: BreakdownCsvCells['costs']
+      if (currency) {
+        // allocateByUsage's units: the window's cost rounded to the minor unit, in minor units.
+        const scale = new D(10).pow(minorUnits(currency))
+        const windows = new Map<string, Map<string, string[]>>()
+        for (const [meterId, cost] of costs.meters) {
+          const own = new Map(batch.flatMap((id) => (cost.customers.has(id) ? [[id, cost.customers.get(id)!.map((v) => roundMoney(v, currency).times(scale).toFixed(0))] as const] : [])))
+          if (own.size > 0) windows.set(meterId, own)
+        }
+        priced = { places: minorUnits(currency), windows }
+      }
+      const query = { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }
+      yield* breakdownCsv(deps.ch, query, { meters, customers, currency: csvCell(currency), costs: priced }, { signal })
+    }
+  }
   return {
     filename: `usage-${r.start.toISOString()}-${r.end.toISOString()}.csv`.replace(/:/g, ''),
-    columns: columnsOf(keys, metadata, reconciliation),
-    async *rows(signal) {
+    columns,
+    async *pieces(signal) {
       const resolved = await resolveRequest(deps, actor, r)
       if (resolved.meters.length === 0) return
       const costs = await costsOf(deps, actor, r, resolved)
-      const currency = costs.currency ?? ''
-      // Filtered rows cost their share of the customer's usage (kept per customer and window: grows with customers).
-      const unfiltered = isFiltered(r) && currency ? await unfilteredUsage(deps, resolved.query, true) : undefined
-      const windows = windowsOf(r)
-      const windowOf = new Map(windows.map((w, i) => [w.windowStart.getTime(), i]))
-      const meters = new Map(resolved.meters.map((m) => [m.id, m]))
-      // The customers met in the stream (null: no record); a batch's records are read together before its rows.
-      const known = new Map<string, CustomerRow | null>()
-      let batchRecords = new Map<string, CustomerRow>()
-      const customer = async (externalId: string) => {
-        if (!known.has(externalId)) {
-          known.set(
-            externalId,
-            batchRecords.get(externalId) ??
-              (await findCustomerByExternalId(deps, actor, externalId).catch((err: unknown) => {
-                if (err instanceof AppError && err.code === 'not_found') return null
-                throw err
-              })),
-          )
-        }
-        return known.get(externalId)!
-      }
-      const properties = keys.filter((k) => k.startsWith('properties.')).map((k) => k.slice('properties.'.length))
-      const metadataOf = (c: CustomerRow | null) => metadata.map((k) => (c?.metadata as Record<string, string> | null)?.[k] ?? null)
-      // One customer's rows of one meter: each window's cost split over them by usage.
-      async function* flush(rows: BreakdownRow[]): AsyncGenerator<CsvValue[]> {
-        const meter = meters.get(rows[0].meterId)!
-        const externalId = rows[0].externalCustomerId!
-        const c = await customer(externalId)
-        const perWindow = costs.meters.get(meter.id)?.customers.get(externalId)
-        const cost = new Map<BreakdownRow, Decimal>()
-        if (perWindow && currency) {
-          const byWindow = new Map<number, BreakdownRow[]>()
-          for (const row of rows) {
-            const w = windowOf.get(row.windowStart.getTime()) ?? 0
-            const list = byWindow.get(w)
-            if (list) list.push(row)
-            else byWindow.set(w, [row])
-          }
-          const all = unfiltered?.get(`${meter.id}|${externalId}`)
-          for (const [w, list] of byWindow) {
-            const [parts] = splitByUsage([perWindow[w]], list.map((x) => [new D(x.usage).abs()]), currency, unfiltered ? [all?.[w] ?? new D(0)] : undefined)
-            parts.forEach((v, k) => cost.set(list[k], v))
-          }
-        }
-        for (const feature of resolved.features.filter((f) => f.meter_id === meter.id)) {
-          for (const row of rows) {
-            yield [
-              row.windowStart.toISOString(),
-              c?.id ?? null,
-              externalId,
-              c?.name ?? null,
-              meter.id,
-              meter.name,
-              feature.id,
-              feature.name,
-              row.source ?? null,
-              ...properties.map((p) => row.properties?.[p] ?? null),
-              // Plain decimal text already: a numeric column keeps it as it is.
-              row.eventCount,
-              row.usage,
-              cost.get(row) ?? new D(0),
-              currency,
-              ...metadataOf(c),
-              ...usageRow,
-            ]
-          }
-        }
-      }
-      for (const batch of await customerBatches(deps, resolved, windows.length)) {
-        batchRecords = await customerRecords(deps, actor, batch)
-        let current: BreakdownRow[] = []
-        const stream = streamBreakdown(deps.ch, { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })
-        for await (const row of stream) {
-          if (current.length > 0 && (current[0].meterId !== row.meterId || current[0].externalCustomerId !== row.externalCustomerId)) {
-            yield* flush(current)
-            current = []
-          }
-          current.push(row)
-        }
-        if (current.length > 0) yield* flush(current)
-      }
-      if (!reconciliation) return
-      // The customer asked for (and its children), else every customer met with a record: the report needs one.
-      const customers = resolved.customers ?? [...known.values()].filter((c): c is CustomerRow => c !== null)
-      const meterIds = resolved.meters.map((m) => m.id)
-      for (const listed of customers) {
-        if (signal.aborted) return
-        const c = await customer(listed.external_id)
-        const report = await usageReconciliation(deps, actor, listed.id, { start_time: r.start.toISOString(), end_time: r.end.toISOString(), meter_ids: meterIds })
-        for (const m of report.meters) {
-          for (const feature of resolved.features.filter((f) => f.meter_id === m.meter_id)) {
-            yield [
-              r.start.toISOString(),
-              listed.id,
-              listed.external_id,
-              c?.name ?? null,
-              m.meter_id,
-              m.meter_name,
-              feature.id,
-              feature.name,
-              null,
-              ...properties.map(() => null),
-              null,
-              null,
-              null,
-              null,
-              ...metadataOf(c),
-              'reconciliation',
-              m.received,
-              m.stored,
-              m.duplicates,
-              m.rejected,
-              m.counted,
-              m.billed,
-              m.billed_quantity,
-            ]
-          }
-        }
-      }
+      if ((options.path ?? exportPath(r, resolved, costs.currency !== null)) === 'sql') yield* sqlPieces(resolved, costs, signal)
+      else yield* csvPieces(columns, tsRows(resolved, costs, signal))
     },
+  }
+  /** This file writes the rows, through core/csv.ts. */
+  async function* tsRows(resolved: Resolved, costs: Costs, signal: AbortSignal): AsyncGenerator<CsvValue[]> {
+    const currency = costs.currency ?? ''
+    // Filtered rows cost their share of the customer's usage (kept per customer and window: grows with customers).
+    const unfiltered = isFiltered(r) && currency ? await unfilteredUsage(deps, resolved.query, true) : undefined
+    const windows = windowsOf(r)
+    const windowOf = new Map(windows.map((w, i) => [w.windowStart.getTime(), i]))
+    const meters = new Map(resolved.meters.map((m) => [m.id, m]))
+    // The customers met in the stream (null: no record); a batch's records are read together before its rows.
+    const known = new Map<string, CustomerRow | null>()
+    let batchRecords = new Map<string, CustomerRow>()
+    const customer = async (externalId: string) => {
+      if (!known.has(externalId)) {
+        known.set(
+          externalId,
+          batchRecords.get(externalId) ??
+            (await findCustomerByExternalId(deps, actor, externalId).catch((err: unknown) => {
+              if (err instanceof AppError && err.code === 'not_found') return null
+              throw err
+            })),
+        )
+      }
+      return known.get(externalId)!
+    }
+    const properties = keys.filter((k) => k.startsWith('properties.')).map((k) => k.slice('properties.'.length))
+    // One customer's rows of one meter: each window's cost split over them by usage.
+    async function* flush(rows: BreakdownRow[]): AsyncGenerator<CsvValue[]> {
+      const meter = meters.get(rows[0].meterId)!
+      const externalId = rows[0].externalCustomerId!
+      const c = await customer(externalId)
+      const perWindow = costs.meters.get(meter.id)?.customers.get(externalId)
+      const cost = new Map<BreakdownRow, Decimal>()
+      if (perWindow && currency) {
+        const byWindow = new Map<number, BreakdownRow[]>()
+        for (const row of rows) {
+          const w = windowOf.get(row.windowStart.getTime()) ?? 0
+          const list = byWindow.get(w)
+          if (list) list.push(row)
+          else byWindow.set(w, [row])
+        }
+        const all = unfiltered?.get(`${meter.id}|${externalId}`)
+        for (const [w, list] of byWindow) {
+          const [parts] = splitByUsage([perWindow[w]], list.map((x) => [new D(x.usage).abs()]), currency, unfiltered ? [all?.[w] ?? new D(0)] : undefined)
+          parts.forEach((v, k) => cost.set(list[k], v))
+        }
+      }
+      for (const feature of resolved.features.filter((f) => f.meter_id === meter.id)) {
+        for (const row of rows) {
+          yield [
+            row.windowStart.toISOString(),
+            c?.id ?? null,
+            externalId,
+            c?.name ?? null,
+            meter.id,
+            meter.name,
+            feature.id,
+            feature.name,
+            row.source ?? null,
+            ...properties.map((p) => row.properties?.[p] ?? null),
+            // Plain decimal text already: a numeric column keeps it as it is.
+            row.eventCount,
+            row.usage,
+            cost.get(row) ?? new D(0),
+            currency,
+            ...metadataOf(c),
+            ...usageRow,
+          ]
+        }
+      }
+    }
+    for (const batch of await customerBatches(deps, resolved, windows.length)) {
+      batchRecords = await customerRecords(deps, actor, batch)
+      let current: BreakdownRow[] = []
+      const stream = streamBreakdown(deps.ch, { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })
+      for await (const row of stream) {
+        if (current.length > 0 && (current[0].meterId !== row.meterId || current[0].externalCustomerId !== row.externalCustomerId)) {
+          yield* flush(current)
+          current = []
+        }
+        current.push(row)
+      }
+      if (current.length > 0) yield* flush(current)
+    }
+    if (!reconciliation) return
+    // The customer asked for (and its children), else every customer met with a record: the report needs one.
+    const customers = resolved.customers ?? [...known.values()].filter((c): c is CustomerRow => c !== null)
+    const meterIds = resolved.meters.map((m) => m.id)
+    for (const listed of customers) {
+      if (signal.aborted) return
+      const c = await customer(listed.external_id)
+      const report = await usageReconciliation(deps, actor, listed.id, { start_time: r.start.toISOString(), end_time: r.end.toISOString(), meter_ids: meterIds })
+      for (const m of report.meters) {
+        for (const feature of resolved.features.filter((f) => f.meter_id === m.meter_id)) {
+          yield [
+            r.start.toISOString(),
+            listed.id,
+            listed.external_id,
+            c?.name ?? null,
+            m.meter_id,
+            m.meter_name,
+            feature.id,
+            feature.name,
+            null,
+            ...properties.map(() => null),
+            null,
+            null,
+            null,
+            null,
+            ...metadataOf(c),
+            'reconciliation',
+            m.received,
+            m.stored,
+            m.duplicates,
+            m.rejected,
+            m.counted,
+            m.billed,
+            m.billed_quantity,
+          ]
+        }
+      }
+    }
   }
 }

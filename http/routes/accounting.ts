@@ -3,6 +3,7 @@ import { dateTime } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { journal } from '../../domains/accounting/journal.ts'
 import { exportJournal, JOURNAL_EXPORT_COLUMNS } from '../../domains/accounting/export.ts'
+import { csvPieces } from '../../core/csv.ts'
 import { sendCsv } from '../csv-stream.ts'
 
 const range = { type: 'object', required: ['start_time', 'end_time'], additionalProperties: false, properties: { start_time: dateTime, end_time: dateTime } } as const
@@ -26,7 +27,7 @@ export const accountingRoutes: Route[] = [
     query: range,
     handler: async ({ deps, actor, query, ctx }) => {
       const { filename, rows } = await exportJournal(deps, actor, query)
-      await sendCsv(ctx, deps, { filename, columns: JOURNAL_EXPORT_COLUMNS, rows })
+      await sendCsv(ctx, deps, { filename, columns: JOURNAL_EXPORT_COLUMNS, pieces: (signal) => csvPieces(JOURNAL_EXPORT_COLUMNS, rows(signal)) })
       return undefined
     },
   }),

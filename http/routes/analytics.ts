@@ -158,8 +158,7 @@ export const analyticsRoutes: Route[] = [
     },
     produces: 'text/csv',
     handler: async ({ deps, actor, body, ctx }) => {
-      const { filename, columns, rows } = analyticsExport(deps, actor, { ...analyticsRequest(body), metadataColumns: body.metadata_columns ?? [], columnSets: body.columns ?? [] })
-      await sendCsv(ctx, deps, { filename, columns, rows })
+      await sendCsv(ctx, deps, analyticsExport(deps, actor, { ...analyticsRequest(body), metadataColumns: body.metadata_columns ?? [], columnSets: body.columns ?? [] }))
       return undefined
     },
   }),

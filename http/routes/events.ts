@@ -32,8 +32,8 @@ const exportRoute = (method: 'GET' | 'POST') =>
     ...(method === 'POST' ? { body: exportFilters } : { query: exportFilters }),
     produces: 'text/csv',
     handler: async ({ deps, actor, body, query, ctx }) => {
-      const { filename, text } = exportEvents(deps, actor, method === 'POST' ? body : query)
-      await sendCsv(ctx, deps, { filename, columns: EVENT_EXPORT_COLUMNS, text })
+      const { filename, pieces } = exportEvents(deps, actor, method === 'POST' ? body : query)
+      await sendCsv(ctx, deps, { filename, columns: EVENT_EXPORT_COLUMNS, pieces })
       return undefined
     },
   })

@@ -15,6 +15,7 @@
 import type { ClickHouse } from '../../../infra/clickhouse.ts'
 import { chDateTime, LONG_QUERY, sqlString, sqlStringArray } from '../../../infra/ch-literals.ts'
 import { sliceSql } from '../../../infra/ch-slices.ts'
+import { neutralizedSql } from '../../../infra/ch-csv.ts'
 import { planSources, type PlannedSource, type Range } from '../../../core/analytics/sources.ts'
 import type { MeterRules } from '../../../core/meters.ts'
 import type { WindowSize } from '../../../core/periods.ts'
@@ -567,6 +568,33 @@ export async function* streamBreakdown(ch: ClickHouse, q: PropertyBreakdownQuery
   if (current) yield flush(current)
 }
 
+/** One part of a breakdown statement as breakdownCsv reads it: its aggregates' SQL, meters, and each slice's window. */
+export interface BreakdownPart {
+  /** `SELECT part, slice, keys…, group_value, measures… (as text)` (partSql). */
+  sql: string
+  meters: AnalyticsMeter[]
+  sliceWindows: number[]
+}
+
+/**
+ * streamBreakdown's read plan without its JavaScript half: the same statement's parts (rollups and raw rows, boundaries
+ * bound as parameters), its key columns, windows and parameters, and how a statement over them ends and is sent
+ * (`finish`, `settings`), for breakdownCsv, which computes the window values in ClickHouse itself.
+ */
+export function breakdownPlan(q: PropertyBreakdownQuery) {
+  const st = statementOf(q, groupingOf(q.groupBy, true))
+  const parts = partsOf(q, false)
+  return {
+    keys: st.keys,
+    grouping: st.grouping,
+    params: st.params,
+    windows: parts[0].windows,
+    parts: parts.map((p): BreakdownPart => ({ sql: partSql(st, p), meters: p.meters, sliceWindows: p.slices.map((x) => x.window) })),
+    finish,
+    settings: longQuery,
+  }
+}
+
 const fromCh = (s: string): Date => new Date(`${s.replace(' ', 'T')}Z`)
 
 /**
@@ -617,11 +645,6 @@ function eventsWhere(q: EventExportQuery): { where: string; params: Record<strin
 /** The columns of `eventsCsv`, in order. */
 export const EVENT_CSV_COLUMNS = ['event_id', 'timestamp', 'received_at', 'external_customer_id', 'customer_id', 'event_name', 'source', 'properties'] as const
 
-/**
- * A text cell as core/csv.ts writes it, computed by ClickHouse: a `'` in front of a text that a spreadsheet could run
- * as a formula (`=`, `+`, `-`, `@`, tab, CR first). ClickHouse's CSV then quotes every string (RFC 4180 allows it).
- */
-const neutralized = (col: string) => `if(substring(${col}, 1, 1) IN ('=', '+', '-', '@', '\\t', '\\r'), concat('\\'', ${col}), ${col})`
 const isoInstant = (col: string) => `formatDateTime(${col}, '%Y-%m-%dT%H:%i:%S.%fZ')`
 
 /**
@@ -632,7 +655,8 @@ const isoInstant = (col: string) => `formatDateTime(${col}, '%Y-%m-%dT%H:%i:%S.%
  */
 export function eventsCsv(ch: ClickHouse, q: EventExportQuery, options: { signal?: AbortSignal } = {}): AsyncIterable<{ bytes: Uint8Array; rows: number }> {
   const { where, params } = eventsWhere(q)
-  const cells = [neutralized('id'), isoInstant('timestamp'), isoInstant('received_at'), neutralized('external_customer_id'), neutralized('customer_id'), neutralized('event_name'), neutralized('source'), 'properties']
+  // Text cells neutralized as core/csv.ts does (infra/ch-csv.ts); ClickHouse's CSV then quotes every string.
+  const cells = [neutralizedSql('id'), isoInstant('timestamp'), isoInstant('received_at'), neutralizedSql('external_customer_id'), neutralizedSql('customer_id'), neutralizedSql('event_name'), neutralizedSql('source'), 'properties']
   const sql = `SELECT ${cells.join(', ')}
     FROM events WHERE ${where}
     ORDER BY external_customer_id, event_name, timestamp, id
