@@ -156,8 +156,16 @@ export class EventLog {
     this.backlogEvents += events.length
     this.reportBacklog()
     const done = new Promise<void>((resolve, reject) => this.queue.push({ text, bytes, events: events.length, resolve, reject }))
-    this.flushing ??= this.flush().finally(() => (this.flushing = undefined))
+    this.kick()
     return done
+  }
+
+  private kick(): void {
+    this.flushing ??= this.flush().finally(() => {
+      this.flushing = undefined
+      // An append that came while the flush was ending saw it still running.
+      if (this.queue.length > 0) this.kick()
+    })
   }
 
   /** Writes and fsyncs everything queued, group by group, until the queue is empty. */
@@ -325,7 +333,7 @@ export class EventLog {
   /** Refuses appends from now on; resolves once those in progress are fsync'd (then the inserter drains). */
   async stopAccepting(): Promise<void> {
     this.closed = true
-    await this.flushing
+    while (this.flushing) await this.flushing
     this.notify()
   }
 
