@@ -4,8 +4,8 @@ import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { UsageEvent } from '../core/events.ts'
-import { EventLog } from './event-log.ts'
+import { decodeRecord, type UsageEvent } from '../core/events.ts'
+import { EventLog, type LogBatch } from './event-log.ts'
 
 const dirs: string[] = []
 afterEach(() => {
@@ -32,11 +32,15 @@ const events = (prefix: string, n: number): UsageEvent[] =>
     properties: { n: i },
   }))
 
+/** A batch's events, decoded from its lines. */
+const eventsOf = (b: LogBatch): UsageEvent[] =>
+  Array.from(b.starts, (start, i) => decodeRecord(Buffer.from(b.bytes).toString('utf8', start, b.ends[i]))).flatMap((ds) => ds.flatMap((d) => (d.ok ? [d.event] : [])))
+
 /** Everything readable now, checkpointing each batch when asked. */
 async function readAll(log: EventLog, checkpoint: boolean): Promise<string[]> {
   const ids: string[] = []
   for (let b = await log.read(1000); b; b = await log.read(1000)) {
-    ids.push(...b.events.map((e) => e.id))
+    ids.push(...eventsOf(b).map((e) => e.id))
     if (checkpoint) await log.checkpoint(b)
   }
   return ids
@@ -49,8 +53,8 @@ describe('the event log', () => {
     await log.append(events('b', 2))
     expect(log.backlog().events).toBe(5)
     const batch = (await log.read(1000))!
-    expect(batch.events.map((e) => e.id)).toEqual(['a-0', 'a-1', 'a-2', 'b-0', 'b-1'])
-    expect(batch.events[1]).toEqual(events('a', 3)[1])
+    expect(eventsOf(batch).map((e) => e.id)).toEqual(['a-0', 'a-1', 'a-2', 'b-0', 'b-1'])
+    expect(eventsOf(batch)[1]).toEqual(events('a', 3)[1])
     expect(batch.token).toBe(`log:${batch.segment}:0-${batch.to}`)
     expect(await log.read(1000)).toBeUndefined()
     await log.checkpoint(batch)

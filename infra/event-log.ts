@@ -8,7 +8,7 @@ import { closeSync, fsyncSync, openSync } from 'node:fs'
 import { mkdir, open, readdir, readFile, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { serviceUnavailable } from '../core/errors.ts'
-import { decodeRecord, wireEvent, type UsageEvent } from '../core/events.ts'
+import { wireEvent, type UsageEvent } from '../core/events.ts'
 import type { Deps } from './deps.ts'
 
 /** A new segment is started once the current one reaches this: checkpointed segments are deleted whole. */
@@ -23,13 +23,18 @@ export interface LogOptions {
   onBacklog?: (events: number) => void
 }
 
-/** Events read back, with the log range they came from: its name is the batch's insert token. */
+/**
+ * Lines read back, with the log range they came from (its name is the batch's insert token): each line's JSON
+ * array of wire events is bytes [starts[i], ends[i]) of `bytes`, as the aggregator's decode thread takes records.
+ */
 export interface LogBatch {
   segment: number
   from: number
   to: number
-  events: UsageEvent[]
-  /** Events the range's lines hold by their counts (decoding skips what is not an event: corruption). */
+  bytes: Uint8Array
+  starts: Uint32Array
+  ends: Uint32Array
+  /** Events the lines hold by their counts. */
   count: number
   token: string
 }
@@ -54,14 +59,13 @@ interface Position {
 
 const segmentName = (n: number): string => `${String(n).padStart(12, '0')}.log`
 
-/** Each line's start and end (after its newline) within `buf`, and its event count; a line without its newline is left out. */
-function* linesOf(buf: Buffer): Generator<{ start: number; end: number; count: number; text: string }> {
+/** Each line of `buf`: where it starts, where its JSON starts, where it ends (its newline), and its event count; a line without its newline is left out. */
+function* linesOf(buf: Buffer): Generator<{ start: number; json: number; end: number; count: number }> {
   let start = 0
   for (let nl = buf.indexOf(NEWLINE, start); nl >= 0; start = nl + 1, nl = buf.indexOf(NEWLINE, start)) {
-    const line = buf.toString('utf8', start, nl)
-    const space = line.indexOf(' ')
-    const count = Number(line.slice(0, space))
-    yield { start, end: nl + 1, count: Number.isSafeInteger(count) && count > 0 ? count : 0, text: line.slice(space + 1) }
+    const space = buf.indexOf(0x20, start)
+    const count = space > start && space < nl ? Number(buf.toString('latin1', start, space)) : 0
+    yield { start, json: space + 1, end: nl, count: Number.isSafeInteger(count) && count > 0 ? count : 0 }
   }
 }
 
@@ -111,10 +115,10 @@ export class EventLog {
       const buf = await readFile(join(dir, segmentName(n)))
       let end = 0
       for (const line of linesOf(buf)) {
-        end = line.end
+        end = line.end + 1
         if (n === log.cursor.segment && line.start < log.cursor.offset) continue
         log.backlogEvents += line.count
-        log.backlogBytes += line.end - line.start
+        log.backlogBytes += end - line.start
       }
       // A torn last line (never acknowledged) is not read.
       log.finished.set(n, end)
@@ -245,18 +249,29 @@ export class EventLog {
           if (bytesRead === 0) break
           got += bytesRead
         }
-        const events: UsageEvent[] = []
+        const starts: number[] = []
+        const ends: number[] = []
         let used = 0
         let count = 0
         for (const line of linesOf(buf.subarray(0, got))) {
           if (used > 0 && count + line.count > maxEvents) break
-          used = line.end
+          used = line.end + 1
           count += line.count
-          for (const d of decodeRecord(line.text)) if (d.ok) events.push(d.event)
+          starts.push(line.json)
+          ends.push(line.end)
         }
         if (used === 0) throw new Error(`event log ${segmentName(segment)}: a line at ${offset} is longer than ${want} bytes`)
         this.cursor = { segment, offset: offset + used }
-        return { segment, from: offset, to: offset + used, events, count, token: `log:${segment}:${offset}-${offset + used}` }
+        return {
+          segment,
+          from: offset,
+          to: offset + used,
+          bytes: buf.subarray(0, used),
+          starts: Uint32Array.from(starts),
+          ends: Uint32Array.from(ends),
+          count,
+          token: `log:${segment}:${offset}-${offset + used}`,
+        }
       } finally {
         if (fh !== this.fh) await fh.close()
       }
