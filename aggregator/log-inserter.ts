@@ -20,8 +20,9 @@ export interface LogInserter {
 
 /** Stores one batch of log lines: decoded and classified on the decode thread, looked up and inserted here. */
 async function store(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryPolicy): Promise<void> {
-  // One chunk for the whole batch: its token must name exactly the range.
-  const fetch = await t.calls.fetch(batch.bytes, batch.starts, batch.ends, Number.MAX_SAFE_INTEGER)
+  // One chunk for the whole batch: its token must name exactly the range. Copies cross (and are moved): the batch's
+  // own arrays stay whole for a retry after a failure.
+  const fetch = await t.calls.fetch(batch.bytes.slice(), batch.starts.slice(), batch.ends.slice(), Number.MAX_SAFE_INTEGER)
   const c = await t.calls.next(fetch)
   await t.calls.release(fetch)
   if (!c) return
