@@ -29,12 +29,24 @@ async function npmStart(dataDir: string) {
   return { port, key, child }
 }
 
-/** Usage counted through the API; a read waits for the events acknowledged before it (503 after 5 s: asked again). */
+/**
+ * Usage counted through the API, in 5-second windows (a usage read refuses a range of over 1,000,000 events); a read
+ * waits for the events acknowledged before it (503 after 5 s: asked again).
+ */
 async function counted(port: number, key: string, from: Date): Promise<number> {
-  for (let tries = 1; ; tries++) {
-    const value = await countedOnce(port, key, from)
-    if (value !== undefined || tries === 24) return value ?? Number.NaN
+  const end = Date.now() + 60_000
+  let total = 0
+  for (let at = from.getTime(); at < end; at += 5000) {
+    for (let tries = 1; ; tries++) {
+      const value = await countedOnce(port, key, new Date(at), new Date(Math.min(at + 5000, end)))
+      if (value !== undefined) {
+        total += value
+        break
+      }
+      if (tries === 24) return Number.NaN
+    }
   }
+  return total
 }
 
 /** The log's backlog (events acknowledged, not yet inserted) as /v1/health reports it. */
@@ -43,11 +55,11 @@ async function backlog(port: number): Promise<number> {
   return ((await res.json()) as { event_log?: { backlog_events: number } }).event_log?.backlog_events ?? 0
 }
 
-async function countedOnce(port: number, key: string, from: Date): Promise<number | undefined> {
+async function countedOnce(port: number, key: string, from: Date, to: Date): Promise<number | undefined> {
   const res = await fetch(`http://127.0.0.1:${port}/v1/events/usage`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
-    body: JSON.stringify({ event_name: 'api.call', aggregation_type: 'COUNT', start_time: from.toISOString(), end_time: new Date(Date.now() + 60_000).toISOString() }),
+    body: JSON.stringify({ event_name: 'api.call', aggregation_type: 'COUNT', start_time: from.toISOString(), end_time: to.toISOString() }),
   })
   const body = (await res.json()) as { value?: string; message?: string }
   if (res.status === 503) return undefined
