@@ -68,7 +68,7 @@ export async function startRoles(
     }
     if (roles.includes('worker')) stops.push(startScheduler(deps, jobs))
     if (roles.includes('api') || roles.includes('worker')) stops.push(startBackfillLoop(deps))
-    // In direct mode the ingest role writes to ClickHouse itself: there is nothing to consume.
+    // In direct mode the ingest role inserts from its event log itself: there is nothing to consume.
     if (roles.includes('aggregator') && deps.kafka) stops.push(await startAggregator(deps, deps.kafka))
 
     return {

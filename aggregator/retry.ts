@@ -1,5 +1,5 @@
-// Retries with capped exponential backoff. Direct mode gives up after a few attempts (the client gets 503
-// and retries itself); the Kafka consumer keeps trying until it is stopped, holding its offsets.
+// Retries with capped exponential backoff. Both the Kafka consumer and direct mode's log inserter keep trying
+// until stopped, holding their position (offsets, the log checkpoint).
 export interface RetryPolicy {
   attempts: number
   baseMs: number

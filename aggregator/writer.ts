@@ -1,6 +1,8 @@
-// The batch writer, shared by direct mode and the Kafka consumer: drop repeats of an id within the
-// batch, look up which ids are already stored (one query), resolve the new events against the meters,
-// and store everything with one insert. Flush order and what a failure at each step means:
+// The batch writer: drop repeats of an id within the batch, look up which ids are already stored (one
+// query), resolve the new events against the meters, and store everything with one insert. The Kafka
+// consumer and direct mode's log inserter do the first steps on the decode thread (chunks.ts) and insert
+// with storeRows; writeBatch does them all on the calling thread (the reference chunks.test.ts checks
+// the decode thread's rows against). Flush order and what a failure at each step means:
 //   1. lookup   fails → nothing written; the batch is retried whole.
 //   2. insert   fails → maybe written; the retry carries the same token, so ClickHouse drops what landed.
 //      ClickHouse refuses the rows (a data error, raised while it reads them, before any table is

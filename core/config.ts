@@ -35,6 +35,8 @@ export interface Config {
   batch: { maxRows: number; maxBytes: number; lingerMs: number; aggregatorMaxRows: number }
   /** Direct mode: events waiting for a write beyond this are refused with 503 instead of queued. */
   maxPendingEvents: number
+  /** Direct mode: bytes of the event log not yet inserted beyond which intake answers 503 (infra/event-log.ts). */
+  eventLogMaxBacklogBytes: number
   /** How long after a meter's change its backfill starts: batches resolved before the change settle first. */
   backfillSettleMs: number
   /** Invoicing: drafts wait this long for late events before the billing run finalizes them; number templates. */
@@ -229,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
       aggregatorMaxRows: int(env, 'AGGREGATOR_MAX_ROWS', 50_000, 1, 1_000_000),
     },
     maxPendingEvents: int(env, 'INGEST_MAX_PENDING_EVENTS', 200_000, 1000, 100_000_000),
+    eventLogMaxBacklogBytes: int(env, 'EVENT_LOG_MAX_BACKLOG_BYTES', 256 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
     backfillSettleMs: int(env, 'METER_BACKFILL_SETTLE_SECONDS', 10, 0, 3600) * 1000,
     invoicing: {
       graceMs: int(env, 'INVOICE_GRACE_PERIOD_MINUTES', 60, 0, 30 * 1440) * 60_000,

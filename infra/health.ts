@@ -1,4 +1,5 @@
 import type { Deps } from './deps.ts'
+import { eventLogOf } from './event-log.ts'
 
 interface EngineState {
   kind: string
@@ -6,9 +7,19 @@ interface EngineState {
   error?: string
 }
 
+/** Direct mode's event log: events acknowledged and not yet inserted (intake answers 503 past max_backlog_bytes). */
+interface EventLogState {
+  status: 'ok' | 'full' | 'down'
+  backlog_events: number
+  backlog_bytes: number
+  max_backlog_bytes: number
+  error?: string
+}
+
 export interface Health {
   status: 'ok' | 'degraded'
   engines: Record<string, EngineState>
+  event_log?: EventLogState
 }
 
 async function probe(kind: string, check: () => Promise<unknown>): Promise<EngineState> {
@@ -30,5 +41,15 @@ export async function checkHealth(deps: Deps): Promise<Health> {
     ...(deps.kafka ? [probe('kafka', () => deps.kafka!.ping()).then((s): [string, EngineState] => ['kafka', s])] : []),
   ])
   const engines = Object.fromEntries(entries)
-  return { status: entries.every(([, s]) => s.status === 'ok') ? 'ok' : 'degraded', engines }
+  const log = eventLogOf(deps)
+  const event_log: EventLogState | undefined = log && {
+    status: log.failed ? 'down' : log.backlog().bytes >= log.maxBacklogBytes ? 'full' : 'ok',
+    backlog_events: log.backlog().events,
+    backlog_bytes: log.backlog().bytes,
+    max_backlog_bytes: log.maxBacklogBytes,
+    ...(log.failed ? { error: log.failed.message } : {}),
+  }
+  // A full log is busy, not broken (intake answers 503 with Retry-After meanwhile): only a failed one degrades health.
+  const ok = entries.every(([, s]) => s.status === 'ok') && event_log?.status !== 'down'
+  return { status: ok ? 'ok' : 'degraded', engines, ...(event_log ? { event_log } : {}) }
 }

@@ -21,6 +21,7 @@ export function createMetrics() {
     batchEvents: new Counter({ name: 'meterbill_batch_events_total', help: 'Events of usage batches written to ClickHouse, by outcome', labelNames: ['path', 'outcome'] as const, ...at }),
     batchRows: new Histogram({ name: 'meterbill_batch_rows', help: 'Rows per usage batch insert', labelNames: ['path'] as const, buckets: [1, 10, 100, 1000, 5000, 10_000, 25_000, 50_000, 100_000], ...at }),
     insertSeconds: new Histogram({ name: 'meterbill_batch_insert_seconds', help: 'Time of one usage batch insert into ClickHouse, retries included', labelNames: ['path'] as const, buckets: SECONDS, ...at }),
+    eventLogBacklog: new Gauge({ name: 'meterbill_event_log_backlog_events', help: 'Direct mode: events acknowledged into the event log and not yet inserted into ClickHouse', ...at }),
     consumerLag: new Gauge({ name: 'meterbill_consumer_lag', help: 'Records of the partition not yet fetched by this aggregator (high watermark − last fetched − 1)', labelNames: ['partition'] as const, ...at }),
     billingInvoices: new Counter({ name: 'meterbill_billing_run_invoices_total', help: 'Invoices stored by billing runs', ...at }),
     billingFailures: new Counter({ name: 'meterbill_billing_run_failures_total', help: 'Subscriptions a billing run could not bill (retried on the next run)', ...at }),

@@ -1,15 +1,21 @@
-// Direct mode: no broker; the in-process batcher writes to ClickHouse and the reply waits for it.
-import { randomUUID } from 'node:crypto'
+// Direct mode: a request is answered once its events are fsync'd into the event log (infra/event-log.ts); the
+// log inserter stores them in ClickHouse in large batches, so the answer no longer waits for an insert.
 import type { Deps } from '../infra/deps.ts'
-import { writeBatch } from '../aggregator/writer.ts'
-import { batchedSink, type Sink } from './sink.ts'
+import { openEventLog } from '../infra/event-log.ts'
+import { startLogInserter } from '../aggregator/log-inserter.ts'
+import type { Sink } from './sink.ts'
 
-export const directSink = (deps: Deps): Sink =>
-  batchedSink(
-    deps,
-    'direct',
-    deps.config.batch,
-    // A few quick attempts within the request; the client's own retry (same ids) is safe after that.
-    async (events) => void (await writeBatch(deps, events, [], `direct:${randomUUID()}`, { attempts: 3, baseMs: 100, maxMs: 1000 })),
-    'event storage is unavailable',
-  )
+export async function directSink(deps: Deps): Promise<Sink> {
+  const log = await openEventLog(deps)
+  const inserter = startLogInserter(deps, log)
+  return {
+    kind: 'direct',
+    write: (events) => log.append(events),
+    // Stop accepting, store the backlog, then close (SIGTERM drains; a SIGKILL leaves it to the next start's replay).
+    close: async () => {
+      await log.stopAccepting()
+      await inserter.drain()
+      await log.close()
+    },
+  }
+}

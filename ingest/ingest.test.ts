@@ -170,20 +170,22 @@ describe('keys and outages', () => {
     expect(read.body.code).toBe('permission_denied')
   })
 
-  it('answers 503 and stores nothing while storage is down; the same ids go through afterwards', async () => {
+  it('accepts events into the log while storage is down and stores them, once, when it is back', async () => {
     const ch = h.running.deps.ch.client
     const body = { events: [{ event_name: 'o', external_customer_id: 'cust-o', event_id: 'o1' }] }
     await ch.command({ query: 'RENAME TABLE event_batches TO event_batches_away' })
     try {
-      const down = await h.http('POST', '/v1/events/bulk', { body })
-      expect(down.status).toBe(503)
-      expect(down.body.code).toBe('service_unavailable')
-      expect(down.headers.get('retry-after')).toBe('1')
+      expect((await h.http('POST', '/v1/events/bulk', { body })).status).toBe(202)
+      expect((await h.http('POST', '/v1/events/bulk', { body })).status).toBe(202)
+      const health = await h.http('GET', '/v1/health')
+      expect(health.status).toBe(200)
+      expect(health.body.event_log).toMatchObject({ status: 'ok', backlog_events: 2 })
     } finally {
       await ch.command({ query: 'RENAME TABLE event_batches_away TO event_batches' })
     }
-    expect((await h.http('GET', '/v1/events/lookup?event_id=o1')).status).toBe(404)
-    expect((await h.http('POST', '/v1/events/bulk', { body })).status).toBe(202)
-    expect((await h.http('GET', '/v1/events/lookup?event_id=o1')).body.status).toBe('stored')
+    // The read waits for the events acknowledged before it: the inserter's retry stores them, the resent copy as a drop.
+    expect((await h.http('GET', '/v1/events/lookup?event_id=o1')).body.status).toBe('duplicate')
+    expect((await listFor('cust-o')).items).toHaveLength(1)
+    expect((await h.http('GET', '/v1/health')).body.event_log).toMatchObject({ backlog_events: 0, backlog_bytes: 0 })
   })
 })

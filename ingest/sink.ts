@@ -1,5 +1,5 @@
-// Where accepted events go: Kafka (reply after the broker's ack) or straight to ClickHouse (reply after
-// the insert). The running program attaches one sink to its deps; intake only knows this interface.
+// Where accepted events go: Kafka (reply after the broker's ack) or the local event log (reply after its
+// fsync; direct-sink.ts). The running program attaches one sink to its deps; intake only knows this interface.
 import type { UsageEvent } from '../core/events.ts'
 import { serviceUnavailable } from '../core/errors.ts'
 import type { Deps } from '../infra/deps.ts'

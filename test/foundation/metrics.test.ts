@@ -1,6 +1,7 @@
 // GET /metrics on its own listener: what intake, batches, HTTP routes, billing runs and webhook deliveries
 // did in this process, in Prometheus' text format, with no tenant in any label and nothing on the API port.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { eventLogOf } from '../../infra/event-log.ts'
 import { startHarness, type Harness } from '../harness.ts'
 
 let h: Harness
@@ -35,9 +36,14 @@ describe('GET /metrics', () => {
     const before = await scrape()
     const bulk = await h.http('POST', '/v1/events/bulk', { body: { events: [event('m-1'), event('m-2'), event('m-3', { timestamp: '2026-02-30T00:00:00Z' })] } })
     expect(bulk.status).toBe(202)
+    // Direct mode stores from its event log after the 202: each request's batch is inserted before the next.
+    const stored = () => eventLogOf(h.running.deps)!.settled(5000)
+    expect(await stored()).toBe(true)
     const again = await h.http('POST', '/v1/events/bulk', { body: { events: [event('m-1')] } })
     expect(again.status).toBe(202)
+    expect(await stored()).toBe(true)
     const text = await scrape()
+    expect(text).toMatch(/^meterbill_event_log_backlog_events 0$/m)
     const delta = (name: string, labels: Record<string, string>) => sample(text, name, labels) - sample(before, name, labels)
     expect(delta('meterbill_intake_events_total', { outcome: 'accepted' })).toBe(3)
     expect(delta('meterbill_intake_events_total', { outcome: 'invalid' })).toBe(1)
