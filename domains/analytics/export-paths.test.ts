@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { csvHeader } from '../../core/csv.ts'
 import { created, customer, plan, subscribed, usagePrice } from '../../test/catalog.ts'
+import { eventLogOf } from '../../infra/event-log.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { readyMeter } from '../../test/usage-helpers.ts'
 import { analyticsExport, exportPath, type AnalyticsExportRequest, type ExportPath } from './export.ts'
@@ -88,6 +89,8 @@ beforeAll(async () => {
     for (let k = 0; k < 3; k++) events.push(event(`many-${String(c).padStart(3, '0')}`, new Date(minutesStart + (c * 37 + k * 1013) * 60_000).toISOString(), k ? 'sdk' : 'web', { n: c + k, model: `m${k}` }))
   }
   await send(events)
+  // Direct mode answered after its event log: the cases read ClickHouse, so the events must be inserted first.
+  expect(await eventLogOf(h.running.deps)?.settled(60_000)).not.toBe(false)
 }, 180_000)
 afterAll(() => h?.stop())
 
