@@ -3,8 +3,6 @@ import { bodyParser } from '@koa/bodyparser'
 import Koa from 'koa'
 import { randomUUID } from 'node:crypto'
 import type { Deps } from '../infra/deps.ts'
-import { serviceUnavailable } from '../core/errors.ts'
-import { eventLogOf } from '../infra/event-log.ts'
 import { errorHandler } from './errors.ts'
 import { RateLimiter } from './rate-limit.ts'
 import type { Route } from './route.ts'
@@ -16,10 +14,6 @@ import { consoleMiddleware } from './console.ts'
 const VERSION = '0.1.0'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-
-/** How long a request waits for the events acknowledged before it to be inserted (direct mode) before a 503. */
-const SETTLE_MS = 5000
-const INTAKE = new Set(['/v1/events', '/v1/events/bulk'])
 
 export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
   const app = new Koa({ proxy: true })
@@ -49,16 +43,6 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
     }
   })
   app.use(errorHandler(deps.logger))
-  // Direct mode acknowledges events before their insert (infra/event-log.ts): every other request first waits for
-  // the events acknowledged before it to be stored, so a client reads its own writes as it did when 202 came
-  // after the insert. Intake and health do not wait; with no backlog nothing does.
-  app.use(async (ctx, next) => {
-    const log = eventLogOf(deps)
-    if (log && !(ctx.method === 'POST' && INTAKE.has(ctx.path)) && ctx.path !== '/v1/health' && !(await log.settled(SETTLE_MS))) {
-      throw serviceUnavailable('events accepted before this request are not stored yet; retry shortly', { backlog_events: log.backlog().events })
-    }
-    await next()
-  })
   app.use(consoleMiddleware({ routes }))
   app.use(
     bodyParser({

@@ -3,9 +3,10 @@
 // same declarations generate the OpenAPI document.
 import type Router from '@koa/router'
 import type { Context } from 'koa'
-import { AppError } from '../core/errors.ts'
+import { AppError, serviceUnavailable } from '../core/errors.ts'
 import type { Actor, Role } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
+import { eventLogOf } from '../infra/event-log.ts'
 import { authenticate } from '../domains/tenancy/keys/service.ts'
 import type { RateLimiter } from './rate-limit.ts'
 import { BOUNDS, validateBody, validateQuery, wellFormed, type JsonSchema } from '../core/validate.ts'
@@ -44,6 +45,11 @@ export interface Route<B = any, Q = any> {
   response?: JsonSchema
   /** Response media type, for the OpenAPI document only; default application/json (text/csv: a streamed export). */
   produces?: string
+  /**
+   * False for a route that never reads usage (intake, health, the SDK's entitlement checks): it does not wait for the
+   * events acknowledged before it to be stored (direct mode, infra/event-log.ts). Default true.
+   */
+  readsUsage?: boolean
   /** Returns the response body; returning undefined leaves ctx.body as the handler set it. */
   handler(req: Request<B, Q>): Promise<unknown>
 }
@@ -51,6 +57,21 @@ export interface Route<B = any, Q = any> {
 export const defineRoute = <B = Record<string, never>, Q = Record<string, never>>(route: Route<B, Q>): Route<B, Q> => route
 
 const koaPath = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1')
+
+/** How long a request waits for the events acknowledged before it to be inserted (direct mode) before a 503. */
+const SETTLE_MS = 5000
+
+/**
+ * Direct mode acknowledges events before their insert: a route that reads usage first waits for the events
+ * acknowledged before the request to be stored, so a client reads its own writes as it did when 202 came after the
+ * insert. With no backlog it returns at once.
+ */
+async function awaitEvents(deps: Deps): Promise<void> {
+  const log = eventLogOf(deps)
+  if (log && !(await log.settled(SETTLE_MS))) {
+    throw serviceUnavailable('events accepted before this request are not stored yet; retry shortly', { backlog_events: log.backlog().events })
+  }
+}
 
 export interface MountOptions {
   deps: Deps
@@ -90,6 +111,7 @@ export function mountRoutes(router: Router, routes: Route[], { deps, limiter }: 
       const raw = (ctx.request as { body?: unknown }).body ?? {}
       if (route.body) wellFormed(raw, 'body')
       const body = route.body ? validateBody(route.body, raw) : {}
+      if (route.readsUsage !== false) await awaitEvents(deps)
       const result = await route.handler({ deps, actor, body, query, params, ctx })
       if (result !== undefined) {
         ctx.status = route.status ?? 200

@@ -173,6 +173,7 @@ describe('keys and outages', () => {
   it('accepts events into the log while storage is down and stores them, once, when it is back', async () => {
     const ch = h.running.deps.ch.client
     const body = { events: [{ event_name: 'o', external_customer_id: 'cust-o', event_id: 'o1' }] }
+    const customer = await h.http('POST', '/v1/customers', { body: { external_id: 'cust-o', name: 'O' } })
     await ch.command({ query: 'RENAME TABLE event_batches TO event_batches_away' })
     try {
       expect((await h.http('POST', '/v1/events/bulk', { body })).status).toBe(202)
@@ -180,6 +181,10 @@ describe('keys and outages', () => {
       const health = await h.http('GET', '/v1/health')
       expect(health.status).toBe(200)
       expect(health.body.event_log).toMatchObject({ status: 'ok', backlog_events: 2 })
+      // An entitlement check reads no usage: it answers at once, not after the backlog (nor a 503 after 5 s).
+      const asked = Date.now()
+      expect((await h.http('GET', `/v1/customers/${customer.body.id}/entitlements`)).status).toBe(200)
+      expect(Date.now() - asked).toBeLessThan(2000)
     } finally {
       await ch.command({ query: 'RENAME TABLE event_batches_away TO event_batches' })
     }

@@ -41,6 +41,7 @@ const ofOffering = (path: string, entityType: service.EntityType, noun: string):
   defineRoute({
     method: 'GET',
     path,
+    readsUsage: false,
     tag: 'Entitlements',
     summary: `List the entitlements of a ${noun}, with their features`,
     permission: 'read',

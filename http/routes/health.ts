@@ -5,6 +5,7 @@ export const healthRoutes: Route[] = [
   defineRoute({
     method: 'GET',
     path: '/v1/health',
+    readsUsage: false,
     tag: 'Health',
     summary: "Each engine's state; 503 when one is down",
     permission: 'public',

@@ -10,6 +10,7 @@ export const ingestRoutes: Route[] = [
   defineRoute<Record<string, unknown>>({
     method: 'POST',
     path: '/v1/events',
+    readsUsage: false,
     tag: 'Events',
     summary: 'Send one usage event; answered 202 once it is durably stored (or in Kafka)',
     permission: 'ingest',
@@ -20,6 +21,7 @@ export const ingestRoutes: Route[] = [
   defineRoute<{ events: unknown[] }>({
     method: 'POST',
     path: '/v1/events/bulk',
+    readsUsage: false,
     tag: 'Events',
     summary: 'Send 1-1000 usage events; every event is validated first, invalid ones are reported per index',
     permission: 'ingest',

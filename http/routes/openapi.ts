@@ -5,6 +5,7 @@ export const openApiRoutes = (all: () => Route[], version: string): Route[] => [
   defineRoute({
     method: 'GET',
     path: '/v1/openapi.json',
+    readsUsage: false,
     tag: 'Meta',
     summary: 'This OpenAPI document, generated from the validating schemas',
     permission: 'public',

@@ -324,6 +324,7 @@ export const subscriptionRoutes: Route[] = [
   defineRoute<Record<string, never>, { feature_ids?: string[] }>({
     method: 'GET',
     path: '/v1/subscriptions/{id}/entitlements',
+    readsUsage: false,
     tag: 'Entitlements',
     summary: "What one subscription grants now (its plan's and addons' entitlements merged per feature)",
     permission: 'read',
@@ -430,6 +431,7 @@ export const subscriptionRoutes: Route[] = [
   defineRoute<Record<string, never>, EntitlementQuery>({
     method: 'GET',
     path: '/v1/customers/external/{external_id}/entitlements',
+    readsUsage: false,
     tag: 'Entitlements',
     summary: 'What a customer, found by external_id, may use now (see GET /v1/customers/{id}/entitlements)',
     permission: 'read',
@@ -439,6 +441,7 @@ export const subscriptionRoutes: Route[] = [
   defineRoute<Record<string, never>, EntitlementQuery>({
     method: 'GET',
     path: '/v1/customers/{id}/entitlements',
+    readsUsage: false,
     tag: 'Entitlements',
     summary: 'What a customer may use now: each feature merged across its live subscriptions and addons, with the sources',
     permission: 'read',
