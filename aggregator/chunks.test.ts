@@ -1,13 +1,16 @@
-// The Kafka consumer's decode thread (ChunkStore): records decoded there and written as insert text must
-// store exactly the rows the in-thread writer (writeBatch) stores for the same events, odd ones included;
+// The decode thread (ChunkStore) of the Kafka consumer and the event log's inserter: records decoded there and
+// written as insert text must store exactly the rows that the same events, given as objects and classified and
+// written here (inThread), store, odd ones included;
 // what is not an event comes back dead; a refused row splits the chunk's bytes as it split the text.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { encodeEvent, type UsageEvent } from '../core/events.ts'
 import { startHarness, type Harness } from '../test/harness.ts'
 import { readyMeter } from '../test/usage-helpers.ts'
-import { chunkRows, ChunkStore, packRecords, startChunkThread, type ChunkCalls } from './chunks.ts'
-import { insertBatch, storedRows } from './store.ts'
-import { expiresNow, rulesFor, storeRows, writeBatch } from './writer.ts'
+import { resolutionRules } from '../domains/catalog/meters/service.ts'
+import { ChunkStore, packRecords, startChunkThread, type ChunkCalls } from './chunks.ts'
+import { candidatesOf, freshOf, outcomesOf, scopesOf, type Rejected } from './outcomes.ts'
+import { batchLine, expiresText, insertBatch, keysOf, lookupOf, storedRows } from './store.ts'
+import { prepareChunk, storeChunk } from './writer.ts'
 
 const policy = { attempts: 1, baseMs: 0, maxMs: 0 }
 let h: Harness
@@ -23,6 +26,7 @@ beforeAll(async () => {
 afterAll(() => h?.stop())
 
 const at = (iso: string) => new Date(iso)
+const expires = expiresText(new Date(Date.now() + 35 * 86_400_000))
 
 /** Odd events: unicode everywhere, a numeric string longer than a double holds, nested and empty properties, a repeated id. */
 function events(prefix: string): UsageEvent[] {
@@ -62,13 +66,21 @@ async function throughChunks(calls: ChunkCalls, texts: string[], token: string, 
   const chunks = []
   let pending: number[] = []
   for (let c = await calls.next(fetch); c; c = await calls.next(fetch)) {
-    const lookup = await calls.candidates(c.id, pending)
-    const prepared = await calls.prepare(c.id, await storedRows(h.running.deps.ch, lookup), await rulesFor(h.running.deps, c.scopes, policy), expiresNow(h.running.deps))
-    const refused = await storeRows(h.running.deps, chunkRows(calls, c.id, prepared), `${token}:${c.id}`, policy)
+    const prepared = await prepareChunk(h.running.deps, calls, c, policy, pending)
+    const { refused } = await storeChunk(h.running.deps, calls, c.id, prepared, `${token}:${c.id}`, 'direct', policy)
     chunks.push({ ...c, result: prepared.result, refused })
     pending = [c.id]
   }
   return chunks
+}
+
+/** The reference: the same events given as objects, classified and written as lines on this thread, one insert. */
+async function inThread(list: UsageEvent[], rejected: Rejected[], token: string) {
+  const c = candidatesOf(list)
+  const { fresh, keys, duplicates } = freshOf(c, keysOf(await storedRows(h.running.deps.ch, lookupOf(c.candidates))))
+  const batch = outcomesOf(fresh, keys, duplicates, rejected, await resolutionRules(h.running.deps, scopesOf(fresh)))
+  await insertBatch(h.running.deps.ch, batch.outcomes.map((o) => batchLine(o, expires)).join('\n'), token)
+  return batch.result
 }
 
 async function rows(table: string, columns: string, prefix: string): Promise<unknown[]> {
@@ -90,9 +102,9 @@ const TABLES = {
 }
 
 describe('the decode thread', () => {
-  it('stores exactly the rows the in-thread writer stores, and says which records are not events', async () => {
-    const old = await writeBatch(h.running.deps, events('old9'), [{ event: { id: 'old9-bad', ...scope }, reason: 'event_name is missing' }], 'old', policy)
-    expect(old).toEqual({ stored: 4, duplicates: 1, rejected: 1, skippedValues: 2, refused: [] })
+  it('stores exactly the rows the same events classified on this thread store, and says which records are not events', async () => {
+    const old = await inThread(events('old9'), [{ event: { id: 'old9-bad', ...scope }, reason: 'event_name is missing' }], 'old')
+    expect(old).toEqual({ stored: 4, duplicates: 1, rejected: 1, skippedValues: 2 })
 
     const store = new ChunkStore()
     const [chunk] = await throughChunks(asCalls(store), records('new9'), 'new')
@@ -131,7 +143,7 @@ describe('the decode thread', () => {
     const fetch = store.fetch(...pack(texts.slice(4)), 1)
     const [first, second] = [store.next(fetch)!, store.next(fetch)!]
     expect(store.candidates(first.id).ids).toEqual(['p9-2'])
-    store.prepare(first.id, [], new Map(), expiresNow(h.running.deps))
+    store.prepare(first.id, [], new Map(), expires)
     expect(store.candidates(second.id, [first.id]).ids).toEqual([])
     expect(store.candidates(second.id).ids).toEqual(['p9-2'])
   })
@@ -153,8 +165,7 @@ describe('the decode thread', () => {
       const fetch = await thread.calls.fetch(...pack(records('thr9')), 1000)
       const c = (await thread.calls.next(fetch))!
       expect(c.dead.map((d) => d.reason)).toEqual(['not JSON', 'event_name is missing', 'empty record'])
-      await thread.calls.candidates(c.id)
-      const prepared = await thread.calls.prepare(c.id, [], await rulesFor(h.running.deps, c.scopes, policy), expiresNow(h.running.deps))
+      const prepared = await prepareChunk(h.running.deps, thread.calls, c, policy)
       expect(prepared.rows).toBeInstanceOf(Uint8Array)
       expect(prepared.size).toBe(6)
       await insertBatch(h.running.deps.ch, prepared.rows, 'thread')

@@ -17,10 +17,9 @@ import { encodeEvent } from '../core/events.ts'
 import { eventKey } from '../ingest/kafka-sink.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
-import { chunkRows, packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
+import { packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
 import { retry, type RetryPolicy } from './retry.ts'
-import { storedRows } from './store.ts'
-import { expiresNow, observeBatch, rulesFor, storeRows, type Refused } from './writer.ts'
+import { prepareChunk, storeChunk, type Refused } from './writer.ts'
 
 const HEARTBEAT_MS = 3000
 /** Chunks in the pipeline at most: one inserting, the others prepared and waiting. */
@@ -140,17 +139,6 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     await retry(() => dlq.send({ topic: kafka.dlqTopic, acks: -1, messages }), policy)
   }
 
-  /**
-   * A chunk's ids looked up (those of the `pending` chunks, in flight, count as stored) and its events resolved, on
-   * the decode thread; the lookup and the meters are read here, where chDB and Postgres are.
-   */
-  const prepare = async (thread: ChunkThread, c: DecodedChunk, pending: number[] = []): Promise<ChunkRows> => {
-    const lookup = await thread.calls.candidates(c.id, pending)
-    const stored = await retry(() => storedRows(deps.ch, lookup), policy)
-    const rules = await rulesFor(deps, c.scopes, policy)
-    return thread.calls.prepare(c.id, stored, rules, expiresNow(deps))
-  }
-
   let thread: ChunkThread | undefined
   /** The decode thread; one that died is replaced at the next fetch (the chunks it held are read again). */
   const chunkThread = (): ChunkThread => {
@@ -188,7 +176,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
         do {
           current = run
           ahead = pipeline.filter((e) => e.thread === t)
-          prepared = await prepare(t, c, ahead.map((e) => e.id))
+          prepared = await prepareChunk(deps, t.calls, c, policy, ahead.map((e) => e.id))
           // A failure meanwhile: the ids taken as stored were not; classify again.
         } while (current !== run)
         // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
@@ -199,14 +187,10 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           await previous?.done
           // Ids a chunk ahead could not store after all were taken as stored: classify again.
           const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
-          const ready = refusedAhead ? await prepare(t, c) : prepared
-          const rows = chunkRows(t.calls, c.id, ready)
-          const timer = deps.metrics.insertSeconds.startTimer({ path: 'kafka' })
-          const refused = await storeRows(deps, rows, `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, policy)
-          timer()
-          observeBatch(deps, 'kafka', rows.size, { ...ready.result, stored: ready.result.stored - refused.length, rejected: ready.result.rejected + refused.length })
+          const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy) : prepared
+          const { refused, ...result } = await storeChunk(deps, t.calls, c.id, ready, `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, 'kafka', policy)
           await deadLetter(b.topic, b.partition, records, refused)
-          deps.logger.debug({ ...range, ...ready.result, refused: refused.length }, 'usage batch stored')
+          deps.logger.debug({ ...range, ...result, refused: refused.length }, 'usage batch stored')
           await options.afterInsert?.(range)
           await consumer.commitOffsets([{ topic: b.topic, partition: b.partition, offset: (BigInt(range.last) + 1n).toString() }])
           return { refused: refused.length }

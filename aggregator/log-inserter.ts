@@ -6,10 +6,9 @@
 // dropped by every table, and a range read differently after a restart finds its stored ids in the lookup.
 import type { Deps } from '../infra/deps.ts'
 import type { EventLog, LogBatch } from '../infra/event-log.ts'
-import { chunkRows, startChunkThread, type ChunkThread } from './chunks.ts'
-import { retry, type RetryPolicy } from './retry.ts'
-import { expiresNow, observeBatch, rulesFor, storeRows } from './writer.ts'
-import { storedRows } from './store.ts'
+import { startChunkThread, type ChunkThread } from './chunks.ts'
+import type { RetryPolicy } from './retry.ts'
+import { prepareChunk, storeChunk } from './writer.ts'
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -28,15 +27,7 @@ async function store(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryP
   if (!c) return
   try {
     for (const d of c.dead) deps.logger.warn({ token: batch.token, reason: d.reason }, 'a line of the event log is not an event; skipped')
-    const lookup = await t.calls.candidates(c.id)
-    const stored = await retry(() => storedRows(deps.ch, lookup), policy)
-    const rules = await rulesFor(deps, c.scopes, policy)
-    const ready = await t.calls.prepare(c.id, stored, rules, expiresNow(deps))
-    const rows = chunkRows(t.calls, c.id, ready)
-    const timer = deps.metrics.insertSeconds.startTimer({ path: 'direct' })
-    const refused = await storeRows(deps, rows, batch.token, policy)
-    timer()
-    observeBatch(deps, 'direct', rows.size, { ...ready.result, stored: ready.result.stored - refused.length, rejected: ready.result.rejected + refused.length })
+    await storeChunk(deps, t.calls, c.id, await prepareChunk(deps, t.calls, c, policy), batch.token, 'direct', policy)
   } finally {
     await t.calls.release(c.id).catch(() => {})
   }

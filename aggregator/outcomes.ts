@@ -137,14 +137,3 @@ export function refusedRow(o: Outcome, reason: string, expiresAt: string): Refus
   const drop = (event: Rejected['event']) => batchLine({ kind: 'rejected', event, reason }, expiresAt)
   return { kind: o.kind, id, stored: { event: o.event, drops: [drop({ id, tenantId, environmentId, timestamp, receivedAt, externalCustomerId, eventName }), drop({ id, tenantId, environmentId, timestamp, receivedAt })] } }
 }
-
-/** The rows of outcomes in this thread, one line each. */
-export function outcomeRows(outcomes: Outcome[], expiresAt: string): BatchRows {
-  const lines = outcomes.map((o) => batchLine(o, expiresAt))
-  return {
-    size: lines.length,
-    text: (from, to) => (from === 0 && to === lines.length ? lines.join('\n') : lines.slice(from, to).join('\n')),
-    partToken: (token, from, to) => partToken(token, outcomes.slice(from, to)),
-    refused: (i, reason) => refusedRow(outcomes[i], reason, expiresAt),
-  }
-}

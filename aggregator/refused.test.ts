@@ -5,12 +5,14 @@
 // as rejected, the rest of the batch is stored once — also when the split is cut short by a crash and redone.
 import { Kafka, logLevel } from 'kafkajs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { wireEvent, type UsageEvent } from '../core/events.ts'
+import { encodeEvent, wireEvent, type UsageEvent } from '../core/events.ts'
 import type { ClickHouse } from '../infra/clickhouse.ts'
+import type { Deps } from '../infra/deps.ts'
 import { startHarness, type Harness } from '../test/harness.ts'
 import { kafkaBrokers } from '../test/kafka.ts'
 import { readyMeter, usage } from '../test/usage-helpers.ts'
-import { writeBatch } from './writer.ts'
+import { packRecords, startChunkThread } from './chunks.ts'
+import { prepareChunk, storeChunk } from './writer.ts'
 
 const brokers = await kafkaBrokers()
 const RANGE = { start_time: '2024-07-01T00:00:00Z', end_time: '2024-08-01T00:00:00Z' }
@@ -127,6 +129,19 @@ describe.skipIf(!brokers)('an event ClickHouse refuses, in Kafka mode', () => {
   })
 })
 
+/** The batch stored as direct mode's inserter stores a range of its log: one chunk on a decode thread, one token. */
+async function storeBatch(deps: Deps, events: UsageEvent[], token: string) {
+  const policy = { attempts: 1, baseMs: 0, maxMs: 0 }
+  const thread = startChunkThread()
+  try {
+    const fetch = await thread.calls.fetch(...packRecords(events.map((e) => Buffer.from(encodeEvent(e)))), Number.MAX_SAFE_INTEGER)
+    const c = (await thread.calls.next(fetch))!
+    return await storeChunk(deps, thread.calls, c.id, await prepareChunk(deps, thread.calls, c, policy), token, 'direct', policy)
+  } finally {
+    await thread.close()
+  }
+}
+
 describe('an event ClickHouse refuses, in direct mode', () => {
   let h: Harness
   let meters: string[]
@@ -144,12 +159,11 @@ describe('an event ClickHouse refuses, in direct mode', () => {
     // the second half.
     let inserts = 0
     const dying: ClickHouse = { ...deps.ch, insertRaw: async (insert) => (++inserts === 3 ? Promise.reject(new Error('process died')) : deps.ch.insertRaw(insert)) }
-    const policy = { attempts: 1, baseMs: 0, maxMs: 0 }
-    await expect(writeBatch({ ...deps, ch: dying }, events, [], 'direct:crash', policy)).rejects.toThrow('process died')
+    await expect(storeBatch({ ...deps, ch: dying }, events, 'log:crash')).rejects.toThrow('process died')
     expect(await totals(h, meters)).toEqual(['100', '5050'])
 
     // Read again after the restart: the first half is now duplicates, the rest is split and stored.
-    const result = await writeBatch(deps, events, [], 'direct:crash', policy)
+    const result = await storeBatch(deps, events, 'log:crash')
     expect(result).toMatchObject({ stored: 99, duplicates: 100, rejected: 1 })
     expect(result.refused.map((r) => r.event.id)).toEqual([`d-${BAD}`])
     expect(await totals(h, meters)).toEqual(['199', '19962'])

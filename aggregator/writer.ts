@@ -1,25 +1,25 @@
-// The batch writer: drop repeats of an id within the batch, look up which ids are already stored (one
-// query), resolve the new events against the meters, and store everything with one insert. The Kafka
-// consumer and direct mode's log inserter do the first steps on the decode thread (chunks.ts) and insert
-// with storeRows; writeBatch does them all on the calling thread (the reference chunks.test.ts checks
-// the decode thread's rows against). Flush order and what a failure at each step means:
-//   1. lookup   fails → nothing written; the batch is retried whole.
+// The batch writer: a chunk's ids looked up (which are already stored: one query), its events resolved against
+// the meters, and everything stored with one insert. The events stay on the decode thread (chunks.ts), which
+// classifies them and writes the insert text; the Kafka consumer and direct mode's log inserter both store a chunk
+// through prepareChunk and storeChunk. Flush order and what a failure at each step means:
+//   1. lookup   fails → nothing written; the chunk is retried whole.
 //   2. insert   fails → maybe written; the retry carries the same token, so ClickHouse drops what landed.
 //      ClickHouse refuses the rows (a data error, raised while it reads them, before any table is
-//      written) → the batch is split in halves until the refused events are alone; those are
+//      written) → the chunk is split in halves until the refused events are alone; those are
 //      recorded as rejected, the rest stored. A part's token is derived from its events, so a split
 //      redone after a crash drops the parts that landed and stores the others.
-//   3. (Kafka) commit fails → the batch is read again; step 1 now finds its ids and stores nothing twice.
+//   3. commit (Kafka offsets, the event log's checkpoint) fails → the chunk is read again; step 1 now finds its ids
+//      and stores nothing twice.
 import { ClickHouseError } from '@clickhouse/client'
 import type { UsageEvent } from '../core/events.ts'
-import type { MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
 import { resolutionRules } from '../domains/catalog/meters/service.ts'
-import { candidatesOf, freshOf, outcomeRows, outcomesOf, scopesOf, type BatchCounts, type BatchRows, type PreparedBatch, type Rejected } from './outcomes.ts'
+import { chunkRows, type ChunkCalls, type ChunkRows } from './chunks.ts'
+import type { BatchCounts, BatchRows } from './outcomes.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { writeCommitted } from '../infra/read-cache.ts'
-import { expiresText, insertBatch, keysOf, lookupOf, storedRows } from './store.ts'
+import { expiresText, insertBatch, storedRows } from './store.ts'
 
 /** An event ClickHouse refused to store, with the reason. */
 export interface Refused {
@@ -27,21 +27,13 @@ export interface Refused {
   reason: string
 }
 
+/** What became of a chunk's events, a refused one counted as rejected; and the refused events, for the dead-letter topic. */
 export interface BatchResult extends BatchCounts {
-  /** Events ClickHouse refused to store (counted in `rejected`): for the dead-letter topic. */
   refused: Refused[]
 }
 
 /** The meters of the scopes, by scopeKey; retried like the lookup. */
-export const rulesFor = (deps: Deps, scopes: Scope[], policy: RetryPolicy): Promise<Map<string, MeterRules[]>> => retry(() => resolutionRules(deps, scopes), policy)
-
-async function prepareBatch(deps: Deps, events: UsageEvent[], rejected: Rejected[], policy: RetryPolicy): Promise<PreparedBatch> {
-  const { fresh, keys, duplicates } = await retry(async () => {
-    const c = candidatesOf(events)
-    return freshOf(c, keysOf(await storedRows(deps.ch, lookupOf(c.candidates))))
-  }, policy)
-  return outcomesOf(fresh, keys, duplicates, rejected, await rulesFor(deps, scopesOf(fresh), policy))
-}
+const rulesFor = (deps: Deps, scopes: Scope[], policy: RetryPolicy) => retry(() => resolutionRules(deps, scopes), policy)
 
 /**
  * ClickHouse error codes for rows it cannot read (CANNOT_PARSE_TEXT, _ESCAPE_SEQUENCE, _QUOTED_STRING,
@@ -91,7 +83,7 @@ async function insertOrSplit(deps: Deps, rows: BatchRows, from: number, to: numb
 }
 
 /** Inserts a batch's rows; `token` names it so that a retry of it is deduplicated by ClickHouse. Returns what ClickHouse refused. */
-export async function storeRows(deps: Deps, rows: BatchRows, token: string, policy: RetryPolicy): Promise<Refused[]> {
+async function storeRows(deps: Deps, rows: BatchRows, token: string, policy: RetryPolicy): Promise<Refused[]> {
   const refused = await insertOrSplit(deps, rows, 0, rows.size, token, policy)
   // Usage moved: real-time balances cached in this process are read again (infra/read-cache.ts).
   writeCommitted()
@@ -99,33 +91,31 @@ export async function storeRows(deps: Deps, rows: BatchRows, token: string, poli
 }
 
 /** The end of the dedup window of rows inserted now, as event_batches.expires_at. */
-export const expiresNow = (deps: Deps): string => expiresText(new Date(deps.clock.now().getTime() + deps.config.dedupWindowDays * 86_400_000))
-
-/** A refused event counts as rejected, not as stored. */
-const refusedCounted = (result: PreparedBatch['result'], refused: Refused[]): BatchResult => ({
-  ...result,
-  stored: result.stored - refused.length,
-  rejected: result.rejected + refused.length,
-  refused,
-})
+const expiresNow = (deps: Deps): string => expiresText(new Date(deps.clock.now().getTime() + deps.config.dedupWindowDays * 86_400_000))
 
 /**
- * Writes one batch. The insert is retried with the very rows of the first attempt: reclassifying after a
- * partial landing would call its own events duplicates and lose their meter rows.
+ * A chunk's ids looked up (those of the `pending` chunks, in flight, count as stored) and its events resolved, on the
+ * decode thread; the lookup and the meters are read here, where chDB and Postgres are.
  */
-export async function writeBatch(deps: Deps, events: UsageEvent[], rejected: Rejected[], token: string, policy: RetryPolicy): Promise<BatchResult> {
-  const batch = await prepareBatch(deps, events, rejected, policy)
-  const rows = outcomeRows(batch.outcomes, expiresNow(deps))
-  const timer = deps.metrics.insertSeconds.startTimer({ path: 'direct' })
-  const refused = await storeRows(deps, rows, token, policy)
-  timer()
-  const result = refusedCounted(batch.result, refused)
-  observeBatch(deps, 'direct', rows.size, result)
-  return result
+export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: number; scopes: Scope[] }, policy: RetryPolicy, pending: number[] = []): Promise<ChunkRows> {
+  const lookup = await calls.candidates(chunk.id, pending)
+  const stored = await retry(() => storedRows(deps.ch, lookup), policy)
+  const rules = await rulesFor(deps, chunk.scopes, policy)
+  return calls.prepare(chunk.id, stored, rules, expiresNow(deps))
 }
 
-/** A stored batch in the metrics: its rows, and what became of its events. */
-export function observeBatch(deps: Deps, path: 'direct' | 'kafka', rows: number, result: Pick<BatchCounts, 'stored' | 'duplicates' | 'rejected'>): void {
-  deps.metrics.batchRows.observe({ path }, rows)
+/**
+ * Inserts a prepared chunk under `token` and counts it in the metrics, a refused event as rejected. The insert is
+ * retried with the very rows of the first attempt: reclassifying after a partial landing would call its own events
+ * duplicates and lose their meter rows.
+ */
+export async function storeChunk(deps: Deps, calls: ChunkCalls, id: number, ready: ChunkRows, token: string, path: 'direct' | 'kafka', policy: RetryPolicy): Promise<BatchResult> {
+  const rows = chunkRows(calls, id, ready)
+  const timer = deps.metrics.insertSeconds.startTimer({ path })
+  const refused = await storeRows(deps, rows, token, policy)
+  timer()
+  const result = { ...ready.result, stored: ready.result.stored - refused.length, rejected: ready.result.rejected + refused.length, refused }
+  deps.metrics.batchRows.observe({ path }, rows.size)
   for (const outcome of ['stored', 'duplicates', 'rejected'] as const) if (result[outcome] > 0) deps.metrics.batchEvents.inc({ path, outcome }, result[outcome])
+  return result
 }
