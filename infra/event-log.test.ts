@@ -62,6 +62,21 @@ describe('the event log', () => {
     await log.close()
   })
 
+  it('reads a line far longer than the mean one (the window grows), and a batch of small lines in a window sized to them', async () => {
+    const log = await EventLog.open(newDir(), { maxBacklogBytes: 16 << 20 })
+    const big = events('big', 1).map((e) => ({ ...e, properties: { blob: 'x'.repeat(300_000) } }))
+    for (let i = 0; i < 20; i++) await log.append(events(`s${i}`, 1000))
+    await log.append(big)
+    // 20,001 events in ~5 MB: the mean line is ~260 bytes an event, the big one 300 kB. A batch of 2,000 reads a
+    // window of about its own size (a fixed 2 KiB an event read 4 MB for 0.5).
+    const small = (await log.read(2000))!
+    expect([small.count, eventsOf(small).at(-1)?.id]).toEqual([2000, 's1-999'])
+    expect(small.bytes.buffer.byteLength).toBeLessThan(2 * small.bytes.length)
+    let batch = (await log.read(1))!
+    while (batch.count === 1000) batch = (await log.read(1))!
+    expect(eventsOf(batch)).toEqual(big)
+  })
+
   it('writes requests that arrive during an fsync with one fsync (group commit)', async () => {
     const log = await EventLog.open(newDir(), { maxBacklogBytes: 1 << 24 })
     await Promise.all(Array.from({ length: 50 }, (_, i) => log.append(events(`g${i}`, 10))))

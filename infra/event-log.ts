@@ -240,27 +240,36 @@ export class EventLog {
       }
       const fh = segment === this.active ? this.fh : await open(join(this.dir, segmentName(segment)), 'r')
       try {
-        // Lines hold at most a request's events: reading a generous window and keeping whole lines is enough.
-        const want = Math.min(end - offset, Math.max(maxEvents * 2048, 1 << 20))
-        const buf = Buffer.allocUnsafe(want)
-        let got = 0
-        while (got < want) {
-          const { bytesRead } = await fh.read(buf, got, want - got, offset + got)
-          if (bytesRead === 0) break
-          got += bytesRead
-        }
+        // A window for about maxEvents events at the backlog's mean line size, a quarter more, doubled while not even
+        // one line fits (a line holds one request's events): a fixed generous window (2 KiB an event) allocated some
+        // 100 MB a batch to use 17.
+        const perEvent = this.backlogBytes / Math.max(1, this.backlogEvents)
+        let want = Math.min(end - offset, Math.max(1 << 16, Math.ceil(perEvent * maxEvents * 1.25)))
+        let buf: Buffer
+        let got: number
         const starts: number[] = []
         const ends: number[] = []
         let used = 0
         let count = 0
-        for (const line of linesOf(buf.subarray(0, got))) {
-          if (used > 0 && count + line.count > maxEvents) break
-          used = line.end + 1
-          count += line.count
-          starts.push(line.json)
-          ends.push(line.end)
+        for (;;) {
+          buf = Buffer.allocUnsafe(want)
+          got = 0
+          while (got < want) {
+            const { bytesRead } = await fh.read(buf, got, want - got, offset + got)
+            if (bytesRead === 0) break
+            got += bytesRead
+          }
+          for (const line of linesOf(buf.subarray(0, got))) {
+            if (used > 0 && count + line.count > maxEvents) break
+            used = line.end + 1
+            count += line.count
+            starts.push(line.json)
+            ends.push(line.end)
+          }
+          if (used > 0 || want >= end - offset) break
+          want = Math.min(end - offset, want * 2)
         }
-        if (used === 0) throw new Error(`event log ${segmentName(segment)}: a line at ${offset} is longer than ${want} bytes`)
+        if (used === 0) throw new Error(`event log ${segmentName(segment)}: no whole line in the ${want} bytes at ${offset}`)
         this.cursor = { segment, offset: offset + used }
         return {
           segment,
