@@ -21,7 +21,7 @@ const AGG_CUSTOMERS = Number(process.env.BENCH_EXPORT_CUSTOMERS ?? 2_000)
 const AGG_MINUTES = 5_000
 const AGG_ROWS = AGG_CUSTOMERS * AGG_MINUTES
 // Customers of the aggregated export on a priced plan, in a second measurement.
-const PRICED = 20
+const PRICED = Number(process.env.BENCH_EXPORT_PRICED ?? 20)
 const dataDir = benchDataDir('export')
 const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: dataDir, KAFKA_BROKERS: '', METRICS_PORT: 'off' }
 const running = await startRoles(loadConfig(env), ['api'])

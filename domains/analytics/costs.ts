@@ -227,12 +227,20 @@ function windowsAt(windows: readonly { start: Date; end: Date }[], instants: rea
   })
 }
 
+/** What pricing a range needs before any usage is read: its windows, the billing periods it reaches, their currency. */
+export interface CostPlan {
+  windows: UsageWindow[]
+  units: PeriodUnit[]
+  /** The subscriptions' currency; null when no line prices these meters. */
+  currency: string | null
+}
+
 /**
- * The cost of the usage of `q.meters` over the range, per meter and window, from the line items of the customers'
- * subscriptions (every subscription of the environment without customers). One currency per answer: lines in
- * several currencies are a validation_error (docs/decisions.md).
+ * The billing periods of the customers' subscriptions (every subscription of the environment without customers)
+ * that the range reaches, with their usage charges of `q.meters`. One currency per answer: lines in several
+ * currencies are a validation_error (docs/decisions.md).
  */
-export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promise<Costs> {
+export async function costPlan(deps: Deps, scope: Scope, q: CostQuery): Promise<CostPlan> {
   const windows = queryWindows(q.start, q.end, q.windowSize, q.calendar)
   const contexts = await cachedRecords(deps, scope, 'billing contexts', q.customerIds ?? null, async () => {
     const subs = await subscriptionsOf(deps, scope, q.customerIds)
@@ -243,6 +251,31 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
   if (currencies.length > 1) {
     throw validationError('external_customer_id', `the usage is billed in several currencies (${currencies.join(', ')}): ask for customers of one currency at a time`)
   }
+  return { windows, units, currency: currencies[0] ?? null }
+}
+
+/** The customers (external ids) whose usage a plan prices. */
+export const pricedCustomers = (plan: CostPlan): Set<string> => new Set(plan.units.flatMap((u) => u.charges.map((c) => c.customer)))
+
+/**
+ * The plan's charges of `customers` (external ids) alone, each span new: a read fills its spans' usage, and the
+ * plan, kept while an export prices one batch of customers after another, must not hold every batch's.
+ */
+export function planOf(plan: CostPlan, customers: ReadonlySet<string>): CostPlan {
+  const units = plan.units.flatMap((u) => {
+    const charges = u.charges.filter((c) => customers.has(c.customer)).map((c) => ({ ...c, spans: c.spans.map(({ start, from, to }) => ({ start, from, to })) }))
+    return charges.length === 0 ? [] : [{ ...u, charges }]
+  })
+  return { ...plan, units }
+}
+
+/** The cost of the usage of `q.meters` over the range, per meter and window, as the invoices bill it. */
+export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promise<Costs> {
+  return planCosts(deps, scope, q, await costPlan(deps, scope, q))
+}
+
+/** The cost of a plan's charges (reading their usage), per meter and window. */
+export async function planCosts(deps: Deps, scope: Scope, q: CostQuery, { windows, units, currency }: CostPlan): Promise<Costs> {
   await readUsage(deps, scope, q, units, windows)
   const meters = new Map<string, MeterCost>()
   const costOf = (meterId: string) => {
@@ -281,5 +314,5 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
   }
   // Commitment figures describe one subscription's period; across several they would add unlike things.
   if (committed.size > 1) for (const m of meters.values()) m.commitment = null
-  return { currency: currencies[0] ?? null, meters }
+  return { currency, meters }
 }

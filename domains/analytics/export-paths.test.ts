@@ -3,7 +3,8 @@
 // paths on the same request and expects the same text, rows included (a case with no rows says so).
 // April 2024, monthly subscriptions from 1 April: A pays calls (COUNT) at 0.10 and tokens (SUM of n) graduated 1000
 // at 0.002 then 0.001 (window costs with thirds of a cent to split); B has no subscription; `ghost,"1"` and `=ghost`
-// send events without a customer record; 120 more customers make a MINUTE export run in several batches.
+// send events without a customer record; 120 more customers make a MINUTE export run in several batches, and 5 more
+// on A's plan make one whose costs are computed in several batches.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { csvHeader } from '../../core/csv.ts'
@@ -20,6 +21,7 @@ const features: Record<string, string> = {}
 const ids = {} as Record<'a' | 'b', string>
 const ghosts = ['ghost,"1"', '=ghost']
 const MANY = 120
+const PRICED = 5
 const minutesStart = Date.parse('2024-04-20T00:00:00Z')
 
 // Meters of every aggregation the SQL path writes, and AVG (the JavaScript path's).
@@ -75,6 +77,12 @@ beforeAll(async () => {
   ids.b = b.external_id
   await subscribed(h, { customer_id: a.id, plan_id: p.id, collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' })
   const events: Record<string, unknown>[] = []
+  for (let c = 0; c < PRICED; c++) {
+    const priced = await customer(h, { external_id: `priced-${c}`, name: `Priced ${c}` })
+    await subscribed(h, { customer_id: priced.id, plan_id: p.id, collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' })
+    // c + 1 calls in separate minutes: (c + 1) × 0.10.
+    for (let k = 0; k <= c; k++) events.push(event(`priced-${c}`, new Date(minutesStart + (c * 101 + k * 997) * 60_000).toISOString(), 'sdk', { n: k }))
+  }
   // A: 111 tokens from each of three sources on 3 April (333 × 0.002 = 0.666: 67 cents in thirds), calls on several days.
   for (const [source, model] of [['sdk', 'small'], ['=cmd', 'with\nnewline'], ['a,"b"', '-x']]) {
     events.push(event(ids.a, '2024-04-03T10:00:00Z', source, { n: 111, model, region: 'eu' }))
@@ -161,11 +169,25 @@ describe('the analytics export written by ClickHouse equals the JavaScript rows 
   it('MINUTE windows over 120 customers: several batches of customers', async () => {
     const start = new Date(minutesStart)
     const end = new Date(start.getTime() + 5000 * 60_000)
-    // Each customer's events within the 5,000 minutes, one row per meter each (50 customers a batch).
-    const within = Array.from({ length: MANY }, (_, c) => [0, 1, 2].filter((k) => c * 37 + k * 1013 < 5000).length).reduce((a, b) => a + b, 0)
+    // Each customer's events within the 5,000 minutes (the priced customers' 15 all are), one row per meter each (50 customers a batch).
+    const within = Array.from({ length: MANY }, (_, c) => [0, 1, 2].filter((k) => c * 37 + k * 1013 < 5000).length).reduce((a, b) => a + b, 0) + (PRICED * (PRICED + 1)) / 2
     await same(request({ features: ['calls', 'tokens'], start, end, windowSize: 'MINUTE', groupBy: ['source'] }), within * 2)
     // COUNT alone: whole numbers, summed as UInt64.
     await same(request({ features: ['calls'], start, end, windowSize: 'MINUTE' }), within)
+  })
+
+  it('MINUTE windows of 5 priced customers: their costs computed a batch of customers at a time, each right', async () => {
+    const start = new Date(minutesStart)
+    const end = new Date(start.getTime() + 5000 * 60_000)
+    // 5 × 5,000 priced windows: more than one batch holds (20,000).
+    const text = await same(request({ features: ['calls'], start, end, windowSize: 'MINUTE' }), 'some')
+    const cost = new Map<string, number>()
+    for (const line of text.split('\r\n').slice(1, -1)) {
+      const cells = line.split(',')
+      // window_start, customer_id, external_customer_id, …, cost, currency
+      if (cells[2].startsWith('priced-')) cost.set(cells[2], (cost.get(cells[2]) ?? 0) + Math.round(Number(cells.at(-2)) * 100))
+    }
+    expect(Object.fromEntries(cost)).toEqual(Object.fromEntries(Array.from({ length: PRICED }, (_, c) => [`priced-${c}`, (c + 1) * 10])))
   })
 
   it('MONTH windows from a billing anchor, and WEEK windows in a time zone', async () => {

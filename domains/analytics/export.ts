@@ -1,7 +1,7 @@
 // The analytics export (POST /v1/events/analytics/export): one CSV row per customer, meter (its feature), source,
 // property values and window with events. Each row's cost is the customer's cost of that meter and window (costs.ts,
-// computed before the first row) split over the customer's rows of the window by usage (allocateByUsage): the rows add
-// up to the customer's line amounts. Two writers give the same bytes (export-paths.test.ts), chosen by exportPath:
+// computed a batch of customers at a time, before the batch's rows) split over the customer's rows of the window by
+// usage (allocateByUsage): the rows add up to the customer's line amounts. Two writers give the same bytes (export-paths.test.ts), chosen by exportPath:
 // ClickHouse (usage analytics breakdownCsv: values, cost split and cells computed in the statement, its text passed
 // through; ~12× faster), or this file from streamBreakdown's rows through core/csv.ts, which holds one customer's rows
 // of one meter, the customers met, and the costs.
@@ -17,8 +17,8 @@ import { usageReconciliation } from '../invoicing/reconciliation/service.ts'
 import { breakdownCsv, MAX_MULTIPLIER_PLACES, SQL_AGGREGATIONS, type BreakdownCsvCells } from '../usage/analytics/breakdown-csv.ts'
 import { customersWithUsage, streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
 import type { Meter } from '../catalog/meters/service.ts'
-import type { Costs } from './costs.ts'
-import { breakdownKeys, costsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest, type Resolved } from './service.ts'
+import { pricedCustomers, type CostPlan, type Costs } from './costs.ts'
+import { breakdownKeys, costPlanOf, customerCostsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest, type Resolved } from './service.ts'
 
 /** Column sets an export may add to its columns. */
 export const COLUMN_SETS = ['reconciliation'] as const
@@ -83,16 +83,36 @@ function columnsOf(keys: string[], metadata: string[], reconciliation: boolean):
 /** Groups one statement aggregates and sorts in ClickHouse's memory, about (customers × windows), and customers a statement names at most. */
 const BATCH_ROWS = 250_000
 const BATCH_CUSTOMERS = 10_000
+/**
+ * Windows of priced customers a batch holds at most: their costs are computed before the batch's rows, ~1.3–1.9 KB of
+ * memory a window while pricing (100 customers × 5,000 windows in one piece: +655–945 MB), and written into its statement.
+ */
+const BATCH_PRICED_WINDOWS = 20_000
 
 /**
- * The customers of each statement: the request's, or the environment's with usage (customersWithUsage), a batch at a
- * time, so that an export of any size holds about BATCH_ROWS groups in ClickHouse, not all of them (10M groups: 1.2 GB).
+ * The customers of each statement, in order: the request's, or the environment's with usage (customersWithUsage), so
+ * that an export of any size holds about BATCH_ROWS groups in ClickHouse (10M groups: 1.2 GB) and the costs of about
+ * BATCH_PRICED_WINDOWS windows here, not all of them.
  */
-async function customerBatches(deps: Deps, resolved: Resolved, windows: number): Promise<string[][]> {
-  if (resolved.query.externalCustomerIds) return [resolved.query.externalCustomerIds]
-  const all = await customersWithUsage(deps.ch, resolved.query)
-  const size = Math.min(BATCH_CUSTOMERS, Math.max(1, Math.floor(BATCH_ROWS / windows)))
-  return Array.from({ length: Math.ceil(all.length / size) }, (_, i) => all.slice(i * size, (i + 1) * size))
+async function customerBatches(deps: Deps, resolved: Resolved, windows: number, priced: ReadonlySet<string>): Promise<string[][]> {
+  const all = resolved.query.externalCustomerIds ?? (await customersWithUsage(deps.ch, resolved.query))
+  const batches: string[][] = []
+  let batch: string[] = []
+  let pricedWindows = 0
+  for (const id of all) {
+    const more = priced.has(id) ? windows : 0
+    // A request naming its customers stays one statement unless their costs would not fit (its rows' order is the statement's).
+    const full = resolved.query.externalCustomerIds ? pricedWindows + more > BATCH_PRICED_WINDOWS : (batch.length + 1) * windows > BATCH_ROWS || batch.length === BATCH_CUSTOMERS || pricedWindows + more > BATCH_PRICED_WINDOWS
+    if (batch.length > 0 && full) {
+      batches.push(batch)
+      batch = []
+      pricedWindows = 0
+    }
+    batch.push(id)
+    pricedWindows += more
+  }
+  if (batch.length > 0) batches.push(batch)
+  return batches
 }
 
 /** The records of customers named by external id, 1,000 a query; a customer without one is left out. */
@@ -122,10 +142,15 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
   const metadataOf = (c: CustomerRow | null) => metadata.map((k) => (c?.metadata as Record<string, string> | null)?.[k] ?? null)
   const cells = (values: CsvValue[]) => values.map((v) => csvCell(v)).join(',')
   /** ClickHouse writes the rows: the cells it does not compute are written here once per meter and customer. */
-  async function* sqlPieces(resolved: Resolved, costs: Costs, signal: AbortSignal): AsyncGenerator<CsvPiece> {
-    const currency = costs.currency ?? ''
+  /** The costs of a batch's priced customers, read and priced now (none priced: nothing to read). */
+  const batchCosts = (resolved: Resolved, plan: CostPlan, priced: ReadonlySet<string>, batch: string[]): Promise<Costs> => {
+    const own = batch.filter((id) => priced.has(id))
+    return own.length === 0 ? Promise.resolve({ currency: plan.currency, meters: new Map() }) : customerCostsOf(deps, actor, r, resolved, plan, own)
+  }
+  async function* sqlPieces(resolved: Resolved, plan: CostPlan, pricedIds: ReadonlySet<string>, signal: AbortSignal): AsyncGenerator<CsvPiece> {
+    const currency = plan.currency ?? ''
     const meters = new Map(resolved.meters.map((m) => [m.id, resolved.features.filter((f) => f.meter_id === m.id).map((f) => cells([m.id, m.name, f.id, f.name]))]))
-    for (const batch of await customerBatches(deps, resolved, windowsOf(r).length)) {
+    for (const batch of await customerBatches(deps, resolved, windowsOf(r).length, pricedIds)) {
       const records = await customerRecords(deps, actor, batch)
       const customers = new Map(
         batch.map((id) => {
@@ -135,6 +160,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
       )
       let priced: BreakdownCsvCells['costs']
       if (currency) {
+        const costs = await batchCosts(resolved, plan, pricedIds, batch)
         // allocateByUsage's units: the window's cost rounded to the minor unit, in minor units.
         const scale = new D(10).pow(minorUnits(currency))
         const windows = new Map<string, Map<string, string[]>>()
@@ -154,14 +180,16 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
     async *pieces(signal) {
       const resolved = await resolveRequest(deps, actor, r)
       if (resolved.meters.length === 0) return
-      const costs = await costsOf(deps, actor, r, resolved)
-      if ((options.path ?? exportPath(r, resolved, costs.currency !== null)) === 'sql') yield* sqlPieces(resolved, costs, signal)
-      else yield* csvPieces(columns, tsRows(resolved, costs, signal))
+      const plan = await costPlanOf(deps, actor, r, resolved)
+      const priced = pricedCustomers(plan)
+      if ((options.path ?? exportPath(r, resolved, plan.currency !== null)) === 'sql') yield* sqlPieces(resolved, plan, priced, signal)
+      else yield* csvPieces(columns, tsRows(resolved, plan, priced, signal))
     },
   }
   /** This file writes the rows, through core/csv.ts. */
-  async function* tsRows(resolved: Resolved, costs: Costs, signal: AbortSignal): AsyncGenerator<CsvValue[]> {
-    const currency = costs.currency ?? ''
+  async function* tsRows(resolved: Resolved, plan: CostPlan, pricedIds: ReadonlySet<string>, signal: AbortSignal): AsyncGenerator<CsvValue[]> {
+    const currency = plan.currency ?? ''
+    let costs: Costs = { currency: plan.currency, meters: new Map() }
     // Filtered rows cost their share of the customer's usage (kept per customer and window: grows with customers).
     const unfiltered = isFiltered(r) && currency ? await unfilteredUsage(deps, resolved.query, true) : undefined
     const windows = windowsOf(r)
@@ -229,8 +257,9 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
         }
       }
     }
-    for (const batch of await customerBatches(deps, resolved, windows.length)) {
+    for (const batch of await customerBatches(deps, resolved, windows.length, pricedIds)) {
       batchRecords = await customerRecords(deps, actor, batch)
+      if (currency) costs = await batchCosts(resolved, plan, pricedIds, batch)
       let current: BreakdownRow[] = []
       const stream = streamBreakdown(deps.ch, { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })
       for await (const row of stream) {

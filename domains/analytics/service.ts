@@ -17,7 +17,7 @@ import { customerViews, findCustomerByExternalId, type CustomerView } from '../c
 import { listSubscriptions, type LineItemRow } from '../subscriptions/read.ts'
 import { propertyBreakdown, usageBreakdown, type BreakdownGroup, type BreakdownPage, type PropertyBreakdownQuery } from '../usage/analytics/store.ts'
 import { cachedRecords } from './cached-records.ts'
-import { usageCosts, type Costs, type CostQuery, type MeterCost } from './costs.ts'
+import { costPlan, planCosts, planOf, usageCosts, type CostPlan, type Costs, type CostQuery, type MeterCost } from './costs.ts'
 
 export const EXPANDABLE = ['feature', 'meter', 'price', 'plan', 'addon', 'subscription_line_item'] as const
 export type Expandable = (typeof EXPANDABLE)[number]
@@ -270,8 +270,24 @@ export async function resolveRequest(deps: Deps, actor: Actor, r: AnalyticsReque
 }
 
 /** The cost of the resolved meters' usage, per meter, customer and window. */
-export const costsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved, known?: CostQuery['known']): Promise<Costs> =>
-  usageCosts(deps, actor, { meters: x.meters, customerIds: x.customers?.map((c) => c.id), start: r.start, end: r.end, windowSize: r.windowSize, calendar: { billingAnchor: r.billingAnchor, timeZone: r.timeZone }, known })
+const costQuery = (r: AnalyticsRequest, x: Resolved, known?: CostQuery['known']): CostQuery => ({
+  meters: x.meters,
+  customerIds: x.customers?.map((c) => c.id),
+  start: r.start,
+  end: r.end,
+  windowSize: r.windowSize,
+  calendar: { billingAnchor: r.billingAnchor, timeZone: r.timeZone },
+  known,
+})
+
+export const costsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved, known?: CostQuery['known']): Promise<Costs> => usageCosts(deps, actor, costQuery(r, x, known))
+
+/** The request's billing periods and currency, before any usage is read (an export prices its customers a batch at a time). */
+export const costPlanOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved): Promise<CostPlan> => costPlan(deps, actor, costQuery(r, x))
+
+/** The cost of the plan's charges of `customers` (external ids). */
+export const customerCostsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved, plan: CostPlan, customers: readonly string[]): Promise<Costs> =>
+  planCosts(deps, actor, costQuery(r, x), planOf(plan, new Set(customers)))
 
 /**
  * The customer's usage per meter and window from a page of its unfiltered breakdown, when the page holds every
