@@ -57,7 +57,7 @@ async function readGenerations(ch: ClickHouse, now: Date): Promise<State> {
   return { at: now.getTime(), plan, filledAt: plan.use === undefined ? undefined : marked.get(plan.use) }
 }
 
-export function dedupFilter(deps: Deps): DedupFilter {
+export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupFilter {
   const { ch, logger } = deps
   let state: State | undefined
   let reading: Promise<State> | undefined
