@@ -18,6 +18,7 @@ import { eventKey } from '../ingest/kafka-sink.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
+import { dedupFilter } from './dedup-filter.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { prepareChunk, storeChunk, type Refused } from './writer.ts'
 
@@ -87,6 +88,10 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   /** Chunks handed to the pipeline and not yet committed, oldest first. */
   let pipeline: InFlight[] = []
   let run = 0
+  const filter = dedupFilter(deps)
+  /** Settles when every chunk in the pipeline now is stored or given up: the dedup filter's fill waits for them. */
+  const inFlight = (): Promise<unknown> => Promise.allSettled(pipeline.map((e) => e.done))
+  void filter.maintain(inFlight)
 
   /**
    * A chunk's insert or commit failed: it and every chunk behind it (they wait on it, so fail with it) are
@@ -168,6 +173,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
       // (Each turn has its own `c`: the chunk's insert below reads it after the loop moved on.)
       for (let c = await t.calls.next(fetch); c; c = await t.calls.next(fetch)) {
         unjoined = c.id
+        void filter.maintain(inFlight)
         const range = { partition: b.partition, first: b.messages[c.from].offset, last: b.messages[c.to - 1].offset }
         const records = chunkRecords(t, c, b.messages)
         let ahead: InFlight[]
@@ -176,7 +182,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
         do {
           current = run
           ahead = pipeline.filter((e) => e.thread === t)
-          prepared = await prepareChunk(deps, t.calls, c, policy, ahead.map((e) => e.id))
+          prepared = await prepareChunk(deps, t.calls, c, policy, ahead.map((e) => e.id), filter)
           // A failure meanwhile: the ids taken as stored were not; classify again.
         } while (current !== run)
         // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
@@ -187,7 +193,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           await previous?.done
           // Ids a chunk ahead could not store after all were taken as stored: classify again.
           const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
-          const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy) : prepared
+          const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy, [], filter) : prepared
           const { refused, ...result } = await storeChunk(deps, t.calls, c.id, ready, `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, 'kafka', policy)
           await deadLetter(b.topic, b.partition, records, refused)
           deps.logger.debug({ ...range, ...result, refused: refused.length }, 'usage batch stored')
@@ -227,6 +233,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     // Disconnect waits for the batch in hand; an uncommitted one is read again by the next member.
     await consumer.disconnect()
     await dlq.disconnect()
+    await filter.stop()
     await thread?.close()
   }
 }

@@ -10,6 +10,7 @@ import type { Scope } from '../core/scope.ts'
 import { startChunkThread, type ChunkRows, type ChunkThread } from './chunks.ts'
 import type { RetryPolicy } from './retry.ts'
 import { prepareChunk, storeChunk } from './writer.ts'
+import { dedupFilter, type DedupFilter } from './dedup-filter.ts'
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -32,7 +33,7 @@ interface Prepared {
  * resolved; the ids of `inFlight` (a chunk being inserted) count as stored. Copies cross (and are moved): the batch's
  * own arrays stay whole for a retry after a failure.
  */
-async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryPolicy, inFlight: Prepared | undefined): Promise<Prepared> {
+async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryPolicy, inFlight: Prepared | undefined, filter: DedupFilter): Promise<Prepared> {
   const fetch = await t.calls.fetch(batch.bytes.slice(), batch.starts.slice(), batch.ends.slice(), Number.MAX_SAFE_INTEGER)
   const c = await t.calls.next(fetch)
   await t.calls.release(fetch)
@@ -40,7 +41,7 @@ async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: Retr
   try {
     for (const d of c.dead) deps.logger.warn({ token: batch.token, reason: d.reason }, 'a line of the event log is not an event; skipped')
     const pending = inFlight?.chunk && inFlight.thread === t ? [inFlight.chunk.id] : []
-    return { batch, thread: t, chunk: c, ready: await prepareChunk(deps, t.calls, c, policy, pending) }
+    return { batch, thread: t, chunk: c, ready: await prepareChunk(deps, t.calls, c, policy, pending, filter) }
   } catch (err) {
     await t.calls.release(c.id).catch(() => {})
     throw err
@@ -61,6 +62,7 @@ async function insert(deps: Deps, p: Prepared, policy: RetryPolicy, log: EventLo
 export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
   let stopping = false
   let thread: ChunkThread | undefined
+  const filter = dedupFilter(deps)
   const policy: RetryPolicy = {
     attempts: Number.POSITIVE_INFINITY,
     baseMs: 200,
@@ -84,6 +86,8 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
     let redo: LogBatch[] = []
     let inFlight: { p: Prepared; done: Promise<number> } | undefined
     for (;;) {
+      // The dedup filter's fill waits for the batch being inserted.
+      void filter.maintain(() => inFlight?.done.catch(() => {}) ?? Promise.resolve())
       let batch: LogBatch | undefined
       let next: Prepared | undefined
       try {
@@ -98,7 +102,7 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
           await log.changed()
           continue
         }
-        next = await prepare(deps, decodeThread(), batch, policy, inFlight?.p)
+        next = await prepare(deps, decodeThread(), batch, policy, inFlight?.p, filter)
         if (inFlight) {
           const refused = await inFlight.done
           inFlight = undefined
@@ -107,7 +111,7 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
             const again: Prepared = next
             next = undefined
             if (again.chunk) await again.thread.calls.release(again.chunk.id)
-            next = await prepare(deps, again.thread, batch, policy, undefined)
+            next = await prepare(deps, again.thread, batch, policy, undefined, filter)
           }
         }
         inFlight = { p: next, done: insert(deps, next, policy, log) }
@@ -138,6 +142,7 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
       stopping = true
       log.notify()
       await running
+      await filter.stop()
       await thread?.close()
     },
   }

@@ -3,6 +3,7 @@ import type { ClickHouse } from '../infra/clickhouse.ts'
 import { chDateTime, LONG_QUERY, sqlStringArray } from '../infra/ch-literals.ts'
 import { EVENT_COLUMNS, type StoredEventRow } from '../infra/stored-events.ts'
 import type { UsageEvent } from '../core/events.ts'
+import type { Scope } from '../core/scope.ts'
 import type { UsageRow } from '../core/meters.ts'
 
 export interface EventKey {
@@ -72,6 +73,9 @@ export interface KeyLookup {
   text?: string
 }
 
+/** A lookup of distinct ids in the tenants and environments given: listed or as text, by their number. */
+const lookupOfIds = ({ tenants, envs }: KeyLookup, ids: string[]): KeyLookup => (ids.length <= LISTED_IDS ? { tenants, envs, ids } : { tenants, envs, text: tsvLines(ids) })
+
 /**
  * The lookup of distinct keys (a batch's candidates). Keys of one scope have distinct ids, and that is the common
  * case: their ids are taken as they are; only keys of several scopes, where one id may come twice, go through a
@@ -85,8 +89,7 @@ export function lookupOf(keys: EventKey[]): KeyLookup {
   }
   const all = keys.map((k) => k.id)
   const ids = tenants.size <= 1 && envs.size <= 1 ? all : [...new Set(all)]
-  const scopes = { tenants: [...tenants], envs: [...envs] }
-  return ids.length <= LISTED_IDS ? { ...scopes, ids } : { ...scopes, text: tsvLines(ids) }
+  return lookupOfIds({ tenants: [...tenants], envs: [...envs] }, ids)
 }
 
 const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
@@ -113,8 +116,15 @@ function tsvLines(values: string[]): string {
  * A chunk's random ids touch every granule anyway, so that query scans the scope's id hashes (sql/clickhouse/0004_event_ids_hash.sql) and
  * returns every row whose hash was asked: the caller matches ids exactly (keysOf, then has), so a row of a colliding
  * hash is never taken for a stored event.
+ * With `seen`, a filled generation of the dedup filter (aggregator/dedup-filter.ts): only the ids it holds are looked
+ * up so, the others are not stored.
  */
-export async function storedRows(ch: ClickHouse, { tenants, envs, ids, text }: KeyLookup): Promise<[string, string, string][]> {
+export async function storedRows(ch: ClickHouse, lookup: KeyLookup, seen?: SeenFilter): Promise<[string, string, string][]> {
+  if (seen !== undefined) {
+    const hits = await seenIds(ch, lookup, seen)
+    return hits.length === 0 ? [] : storedRows(ch, lookupOfIds(lookup, seen.scopes.length <= 1 ? hits : [...new Set(hits)]))
+  }
+  const { tenants, envs, ids, text } = lookup
   const rowsWhere = async (asked: string): Promise<[string, string, string][]> => {
     const rs = await ch.reader.query({
       query: `SELECT tenant_id, environment_id, event_id FROM event_ids
@@ -131,6 +141,33 @@ export async function storedRows(ch: ClickHouse, { tenants, envs, ids, text }: K
     )
   }
   return ids?.length ? rowsWhere(`WHERE event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)} AND`) : []
+}
+
+/** A filled generation of the dedup filter, and the scopes of the batch whose ids are looked up. */
+export interface SeenFilter {
+  table: string
+  scopes: Scope[]
+}
+
+/**
+ * The ids of a lookup whose hash with their scope is in the filter's Set: every stored id of the dedup window, and
+ * now and then another (a 64-bit collision, or an id expired since the Set was filled). Each id is hashed with every
+ * scope of the batch (the lookup's rows hold ids only): one scope in the common case; with several, an id stored in
+ * any of them is a hit, and the exact lookup then tells which.
+ */
+async function seenIds(ch: ClickHouse, { ids, text }: KeyLookup, { table, scopes }: SeenFilter): Promise<string[]> {
+  const query = async (rows: string): Promise<string[]> => {
+    const rs = await ch.reader.query({
+      query: `SELECT event_id FROM ${rows} ARRAY JOIN {tenants:Array(String)} AS scope_tenant, {envs:Array(String)} AS scope_env
+        WHERE sipHash64(scope_tenant, scope_env, event_id) IN ${table}`,
+      query_params: { tenants: scopes.map((s) => s.tenantId), envs: scopes.map((s) => s.environmentId), ...(ch.kind === 'chdb' && text === undefined ? { ids } : {}) },
+      format: 'JSONCompactEachRow',
+      clickhouse_settings: LONG_QUERY,
+    })
+    return (await rs.json<[string]>()).map(([id]) => id)
+  }
+  if (text !== undefined) return ch.withRows({ format: 'TabSeparated', structure: 'event_id String', text }, query)
+  return ids?.length ? query(`(SELECT arrayJoin(${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)}) AS event_id)`) : []
 }
 
 export function keysOf(rows: [string, string, string][]): EventIds {

@@ -16,6 +16,7 @@ import type { Scope } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
 import { resolutionRules } from '../domains/catalog/meters/service.ts'
 import { chunkRows, type ChunkCalls, type ChunkRows } from './chunks.ts'
+import type { DedupFilter } from './dedup-filter.ts'
 import type { BatchCounts, BatchRows } from './outcomes.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { writeCommitted } from '../infra/read-cache.ts'
@@ -95,11 +96,12 @@ const expiresNow = (deps: Deps): string => expiresText(new Date(deps.clock.now()
 
 /**
  * A chunk's ids looked up (those of the `pending` chunks, in flight, count as stored) and its events resolved, on the
- * decode thread; the lookup and the meters are read here, where chDB and Postgres are.
+ * decode thread; the lookup and the meters are read here, where chDB and Postgres are. The lookup goes through the
+ * inserting process's dedup filter, without one it is the full lookup.
  */
-export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: number; scopes: Scope[] }, policy: RetryPolicy, pending: number[] = []): Promise<ChunkRows> {
+export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: number; scopes: Scope[] }, policy: RetryPolicy, pending: number[] = [], filter?: DedupFilter): Promise<ChunkRows> {
   const lookup = await calls.candidates(chunk.id, pending)
-  const stored = await retry(() => storedRows(deps.ch, lookup), policy)
+  const stored = await retry(() => (filter ? filter.stored(lookup, chunk.scopes) : storedRows(deps.ch, lookup)), policy)
   const rules = await rulesFor(deps, chunk.scopes, policy)
   return calls.prepare(chunk.id, stored, rules, expiresNow(deps))
 }

@@ -82,6 +82,9 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
+/** DEDUP_WINDOW_DAYS at least: also what the dedup filter's start-up top-up counts on (core/dedup-generations.ts). */
+export const MIN_DEDUP_WINDOW_DAYS = 35
+
 const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -223,7 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 1000, 1, 1_000_000),
     maxEventFutureMs: int(env, 'EVENT_MAX_FUTURE_SECONDS', 300, 0, 31 * 86400) * 1000,
-    dedupWindowDays: int(env, 'DEDUP_WINDOW_DAYS', 35, 35, 3650),
+    dedupWindowDays: int(env, 'DEDUP_WINDOW_DAYS', 35, MIN_DEDUP_WINDOW_DAYS, 3650),
     batch: {
       maxRows: int(env, 'BATCH_MAX_ROWS', 10_000, 1, 1_000_000),
       maxBytes: int(env, 'BATCH_MAX_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

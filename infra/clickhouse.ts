@@ -49,8 +49,16 @@ export interface ClickHouse {
    * inside a quoted cell counts as a row).
    */
   streamCsv(query: StreamQuery & { format?: CsvFormat }): AsyncIterable<CsvPiece>
+  /**
+   * A statement beside the inserts and lookups, for maintenance taking seconds (a slice of the dedup filter's fill): on
+   * chDB a session of its own, as `client` and `reader` run one statement at a time.
+   */
+  commandApart(query: string): Promise<void>
   close(): Promise<void>
 }
+
+/** How long the server client waits for an answer: the longest a statement of this process can run on a server. */
+export const REQUEST_TIMEOUT_MS = 60_000
 
 /** ClickHouse's CSV as RFC 4180 with ISO instants: CRLF line ends, `%f` as the column's 3 digits of milliseconds. */
 const CSV_SETTINGS = { output_format_csv_crlf_end_of_line: 1, formatdatetime_f_prints_scale_number_of_digits: 1 } as const
@@ -153,7 +161,7 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
       username: user,
       password,
       database,
-      request_timeout: 60_000,
+      request_timeout: REQUEST_TIMEOUT_MS,
       clickhouse_settings: { async_insert: 0, output_format_json_quote_64bit_integers: 1 },
     })
     const insertRaw = async ({ table, columns, format, rows, settings }: RawInsert): Promise<void> => {
@@ -206,7 +214,8 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
         stream.destroy()
       }
     }
-    return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, streamCsv, close: () => client.close() }
+    const commandApart = async (query: string): Promise<void> => void (await client.command({ query }))
+    return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, streamCsv, commandApart, close: () => client.close() }
   }
   // chDB binds one data directory per process: one client for the whole process.
   const { createChdbConnection } = await import('chdb/connection')
@@ -293,5 +302,16 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
     // A copy: the chunk's bytes are chDB's, and the socket may still be writing them when the next chunk comes.
     for await (const chunk of chunks(q, format, FORMAT_SETTINGS[format])) yield { bytes: Buffer.from(chunk.raw()), rows: chunk.numRows }
   }
-  return { client, reader, kind: 'chdb', database, insertRaw, withRows, streamRows, streamCsv, close: async () => void (await Promise.all([reader.close(), client.close()])) }
+  const commandApart = async (query: string): Promise<void> => {
+    const session = new Session(path)
+    try {
+      await session.queryAsync(`USE ${database}`)
+      await session.queryAsync(query)
+    } catch (err) {
+      throw streamError(err)
+    } finally {
+      session.close()
+    }
+  }
+  return { client, reader, kind: 'chdb', database, insertRaw, withRows, streamRows, streamCsv, commandApart, close: async () => void (await Promise.all([reader.close(), client.close()])) }
 }
