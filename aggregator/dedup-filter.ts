@@ -10,6 +10,7 @@
 // processes insert too, after REQUEST_TIMEOUT_MS more, the longest one of this program's statements runs.
 // Without a generation this process may trust (none filled, one not yet topped up, its table gone), lookups are the
 // full lookup of event_ids, so correctness never depends on the filter.
+import { setTimeout as sleep } from 'node:timers/promises'
 import { planGenerations, topUpFrom, type GenerationPlan } from '../core/dedup-generations.ts'
 import { REQUEST_TIMEOUT_MS, type ClickHouse } from '../infra/clickhouse.ts'
 import { chDateTime, fromChDateTime } from '../infra/ch-literals.ts'
@@ -24,7 +25,6 @@ const FILL_SLICE_IDS = 20_000_000
 
 const setTable = (g: number): string => `event_id_seen_${g}`
 const viewOf = (g: number): string => `event_id_seen_${g}_from_batches`
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 export interface DedupFilter {
   /** The stored keys of a lookup of a batch of `scopes`: the filter first when a trusted generation is filled, else the full lookup. */

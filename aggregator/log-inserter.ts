@@ -4,6 +4,7 @@
 // and building the insert text stay off the thread that answers intake. A batch's insert token names its log range
 // (`log:<segment>:<from>-<to>`) and the checkpoint is written after the insert, so a batch replayed after a crash is
 // dropped by every table, and a range read differently after a restart finds its stored ids in the lookup.
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Deps } from '../infra/deps.ts'
 import type { EventLog, LogBatch } from '../infra/event-log.ts'
 import type { Scope } from '../core/scope.ts'
@@ -11,8 +12,6 @@ import { startChunkThread, type ChunkRows, type ChunkThread } from './chunks.ts'
 import type { RetryPolicy } from './retry.ts'
 import { prepareChunk, storeChunk } from './writer.ts'
 import { dedupFilter, type DedupFilter } from './dedup-filter.ts'
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 export interface LogInserter {
   /** Inserts what the log holds, then stops; a batch ClickHouse will not take is left for the next start. */

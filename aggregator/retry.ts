@@ -1,5 +1,7 @@
 // Retries with capped exponential backoff. Both the Kafka consumer and direct mode's log inserter keep trying
 // until stopped, holding their position (offsets, the log checkpoint).
+import { setTimeout as sleep } from 'node:timers/promises'
+
 export interface RetryPolicy {
   attempts: number
   baseMs: number
@@ -8,8 +10,6 @@ export interface RetryPolicy {
   stopped?: () => boolean
   onError?: (err: unknown, attempt: number) => void
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** `permanent` errors end the retries at once: trying the same thing again cannot succeed. */
 export async function retry<T>(fn: () => Promise<T>, policy: RetryPolicy, permanent: (err: unknown) => boolean = () => false): Promise<T> {
