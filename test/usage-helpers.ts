@@ -1,5 +1,6 @@
-// Shared steps of usage tests: send events, create a meter and wait until its backfill is done.
+// Shared steps of usage tests: send events (stored when it returns), create a meter and wait until its backfill is done.
 import { expect } from 'vitest'
+import { eventLogOf } from '../infra/event-log.ts'
 import type { Harness } from './harness.ts'
 
 export interface TestEvent {
@@ -26,6 +27,8 @@ export async function send(h: Harness, events: TestEvent[], defaults: { customer
     expect(res.status, JSON.stringify(res.body)).toBe(202)
     expect(res.body.failed).toEqual([])
   }
+  // Direct mode answers after its event log, before the insert: a job run next (not an API read, which waits) must find them stored.
+  expect(await eventLogOf(h.running.deps)?.settled(30_000)).not.toBe(false)
 }
 
 /** Creates a meter and waits until its backfill made it queryable. */
