@@ -80,12 +80,21 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
 
   /** Hashes of event_ids' ids into a generation, in slices of about FILL_SLICE_IDS ids, from rows expiring after `from`. */
   const fill = async (g: number, from: Date): Promise<void> => {
-    const rs = await ch.reader.query({ query: 'SELECT toString(count()) AS n FROM event_ids', format: 'JSONEachRow' })
+    const at = `toDateTime('${chDateTime(from).slice(0, 19)}', 'UTC')`
+    const after = `expires_at > ${at}`
+    // Slices of the rows to read, not of the table: a top-up reads the last day's ids, and each slice scans the table
+    // (a top-up at 100M stored ids took 52 s in 5 slices, during which lookups were the full lookup; BENCHMARKS.md §10).
+    // Counted without a scan, from the parts' TTL ranges: the rows of every part that may hold such an id (or has no range).
+    const rs = await ch.reader.query({
+      query: `SELECT toString(sum(rows)) AS n FROM system.parts WHERE database = currentDatabase() AND table = 'event_ids' AND active
+        AND (delete_ttl_info_max > ${at} OR toUnixTimestamp(delete_ttl_info_max) = 0)`,
+      format: 'JSONEachRow',
+    })
     const slices = Math.max(1, Math.ceil(Number((await rs.json<{ n: string }>())[0].n) / FILL_SLICE_IDS))
     for (let slice = 0; slice < slices; slice++) {
       if (stopping) throw new Error('stopped')
       await ch.commandApart(`INSERT INTO ${setTable(g)} SELECT sipHash64(tenant_id, environment_id, event_id) FROM event_ids
-        WHERE expires_at > toDateTime('${chDateTime(from).slice(0, 19)}', 'UTC')${slices > 1 ? ` AND id_hash % ${slices} = ${slice}` : ''}`)
+        WHERE ${after}${slices > 1 ? ` AND id_hash % ${slices} = ${slice}` : ''}`)
       if (slices > 1) logger.info({ generation: g, slice: slice + 1, of: slices }, 'dedup filter: filling a generation from event_ids')
     }
   }
