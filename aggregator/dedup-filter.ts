@@ -22,8 +22,6 @@ import { storedRows, type KeyLookup } from './store.ts'
 const CACHE_MS = 10_000
 /** Ids a fill statement hashes at most (about): a long fill logs its progress, and a server statement stays within its timeout. */
 const FILL_SLICE_IDS = 20_000_000
-/** How long a lookup waits for a restart's top-up of the generation before it looks up the full way instead. */
-const TOP_UP_WAIT_MS = 5_000
 
 const setTable = (g: number): string => `event_id_seen_${g}`
 const viewOf = (g: number): string => `event_id_seen_${g}_from_batches`
@@ -71,8 +69,6 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
   let retryAt = 0
   /** Generations this process filled or topped up itself: the only ones its lookups use. */
   const trusted = new Set<number>()
-  /** A top-up of a generation filled before this process started, while it runs. */
-  let toppingUp: Promise<void> | undefined
 
   const generations = async (): Promise<State> => {
     // Aged by the process's clock, as the plan is made by it.
@@ -121,8 +117,7 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
       logger.info({ generation: g }, 'dedup filter: generation filled')
     } else if (plan.use !== undefined && !trusted.has(plan.use) && filledAt) {
       // Filled before this process started (or by another one): what a crash may have kept from it is added again.
-      toppingUp = fill(plan.use, topUpFrom(filledAt)).finally(() => (toppingUp = undefined))
-      await toppingUp
+      await fill(plan.use, topUpFrom(filledAt))
       trusted.add(plan.use)
       logger.info({ generation: plan.use }, 'dedup filter: generation topped up')
     }
@@ -138,11 +133,10 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
 
   return {
     async stored(lookup, scopes) {
-      const plan = await generations().then(({ plan }) => plan, () => undefined)
-      // A restart's top-up reads the last day's ids: waiting for it beats a full lookup (3.7 s a chunk at 100M stored
-      // ids), whose queue on the connection also held the top-up's own statements back (BENCHMARKS.md §10).
-      if (plan?.use !== undefined && !trusted.has(plan.use) && toppingUp) await Promise.race([toppingUp.catch(() => {}), sleep(TOP_UP_WAIT_MS, undefined, { ref: false })])
-      const use = plan?.use !== undefined && trusted.has(plan.use) ? plan.use : undefined
+      const use = await generations().then(
+        ({ plan }) => (plan.use !== undefined && trusted.has(plan.use) ? plan.use : undefined),
+        () => undefined,
+      )
       if (use === undefined) return storedRows(ch, lookup)
       try {
         return await storedRows(ch, lookup, { table: setTable(use), scopes })
