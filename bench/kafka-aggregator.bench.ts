@@ -1,24 +1,14 @@
 // (2) Kafka → ClickHouse: a topic pre-loaded with N events is drained by one aggregator (the sustained
 // rate the consumer, dedup lookup, meter resolution and insert reach, pipelined), then the end-to-end lag
 // of single events sent over HTTP while the aggregator idles. Needs KAFKA_BROKERS.
-import { spawnSync } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
 import { Kafka, logLevel } from 'kafkajs'
 import { loadConfig } from '../core/config.ts'
-import { encodeEvent } from '../core/events.ts'
 import { createMeter } from '../domains/catalog/meters/service.ts'
 import { startRoles } from '../roles.ts'
-import { eventKey } from '../ingest/kafka-sink.ts'
-import { consumerGroup } from '../aggregator/consumer.ts'
-import { BENCH_TOPIC_PREFIX, benchDataDir, fmt, percentile, removeBenchTopics, report } from './common.ts'
+import { BENCH_TOPIC_PREFIX, benchDataDir, fmt, INTAKE_YOUNG_GENERATION, percentile, removeBenchTopics, report } from './common.ts'
+import { committedEvents, ensureYoungGeneration, preloadTopic } from './aggregator-drain.ts'
 
-// The aggregator runs in this process: with the young generation production processes get (the Dockerfile's
-// NODE_OPTIONS; docs/usage.md), V8 taking it only at start, hence a new process when it is missing.
-const YOUNG_GENERATION = '--max-semi-space-size=64'
-if (![...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].includes(YOUNG_GENERATION)) {
-  const child = spawnSync(process.execPath, [...process.execArgv, YOUNG_GENERATION, ...process.argv.slice(1)], { stdio: 'inherit' })
-  process.exit(child.status ?? 1)
-}
+ensureYoungGeneration()
 
 const N = Number(process.env.BENCH_KAFKA_EVENTS ?? 500_000)
 const brokers = process.env.KAFKA_BROKERS
@@ -38,21 +28,7 @@ const actor = { ...scope, keyId: 'bench', roles: ['admin' as const] }
 await createMeter(running.deps, actor, { name: 'tokens', event_name: 'api.call', aggregation: { type: 'SUM', field: 'tokens' } })
 
 const kafka = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING })
-const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
-await producer.connect()
-const produceStart = performance.now()
-const now = new Date()
-for (let i = 0; i < N; i += 5000) {
-  const messages = []
-  for (let k = i; k < Math.min(N, i + 5000); k++) {
-    // Ids as SDKs send them: short ids hid a lookup that slowed down past ~1 MB of ids (docs/usage.md).
-    const e = { id: randomUUID(), tenantId: scope.tenantId, environmentId: scope.environmentId, eventName: 'api.call', externalCustomerId: `cust-${k % 1000}`, customerId: '', source: '', timestamp: now, receivedAt: now, properties: { tokens: k % 5000 } }
-    messages.push({ key: eventKey(e), value: encodeEvent(e) })
-  }
-  await producer.send({ topic, acks: -1, messages })
-}
-const produceSeconds = (performance.now() - produceStart) / 1000
-await producer.disconnect()
+const produceRate = await preloadTopic(kafka, topic, scope, N)
 await running.stop()
 
 // Now the aggregator alone drains the topic.
@@ -62,9 +38,8 @@ await admin.connect()
 const drainStart = performance.now()
 const cpuStart = process.cpuUsage()
 for (;;) {
-  const [committed] = await admin.fetchOffsets({ groupId: consumerGroup(topic), topics: [topic] })
-  const ends = await admin.fetchTopicOffsets(topic)
-  if (ends.every((e) => committed.partitions.find((p) => p.partition === e.partition)?.offset === e.high)) break
+  const { committed, end } = await committedEvents(admin, topic)
+  if (committed === end) break
   await new Promise((r) => setTimeout(r, 100))
 }
 const drainSeconds = (performance.now() - drainStart) / 1000
@@ -94,8 +69,8 @@ await running.stop()
 
 report(`## 2. Kafka → ClickHouse
 
-${fmt(N)} events with UUID ids pre-loaded into a ${brokers} topic (6 partitions; produced at ${fmt(N / produceSeconds)} events/s by one kafkajs
-producer), then drained by one aggregator process (\`${YOUNG_GENERATION}\`) with one SUM meter: dedup lookup, meter resolution, one insert per
+${fmt(N)} events with UUID ids pre-loaded into a ${brokers} topic (6 partitions; produced at ${fmt(produceRate)} events/s by one kafkajs
+producer), then drained by one aggregator process (\`${INTAKE_YOUNG_GENERATION}\`) with one SUM meter: dedup lookup, meter resolution, one insert per
 chunk of up to ${fmt(config.batch.aggregatorMaxRows)} rows (AGGREGATOR_MAX_ROWS) into chDB, commit after the insert; up to two chunks are
 fetched, parsed, looked up and resolved while the one before them is inserted.
 
