@@ -1,8 +1,8 @@
 // Which generation of the dedup filter lookups use, and when to fill a new one or drop old ones (aggregator/dedup-filter.ts
 // does it). Pure: the generations ClickHouse holds and the time are passed in.
 import { MIN_DEDUP_WINDOW_DAYS } from './config.ts'
+import { DAY_MS } from './periods.ts'
 
-const DAY_MS = 86_400_000
 
 /**
  * How often a generation is replaced. A Set never shrinks while event_ids expires ids by TTL, so a generation holds

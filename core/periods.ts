@@ -25,7 +25,7 @@ const MAX_WINDOWS = 100_000
 
 const MINUTE_MS = 60_000
 const HOUR_MS = 3_600_000
-const DAY_MS = 86_400_000
+export const DAY_MS = 86_400_000
 const AVG_MONTH_MS = (365.2425 / 12) * DAY_MS // Gregorian average; only used to guess an index
 
 // Adding months in luxon clamps the day of month (Jan 31 + 1 month = Feb 29 in 2024) and keeps the local time.

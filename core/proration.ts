@@ -1,8 +1,8 @@
 // Proration of a fixed price paid in advance. Pure: every instant comes from the caller.
 // Amounts are unrounded; each returned line is rounded once when it goes on an invoice.
 import { D, type Decimal } from './money.ts'
+import { DAY_MS } from './periods.ts'
 
-const DAY_MS = 86_400_000
 
 type ProrationMode = 'day' | 'second'
 

@@ -4,13 +4,12 @@
 import { AppError, validationError } from './errors.ts'
 import { parseDecimal } from './money.ts'
 import { IANAZone } from 'luxon'
-import { calendarAnchor, periodContaining, type BillingPeriod, type Period } from './periods.ts'
+import { calendarAnchor, periodContaining, type BillingPeriod, type Period, DAY_MS } from './periods.ts'
 
 export type SubscriptionStatus = 'draft' | 'not_started' | 'trialing' | 'active' | 'incomplete' | 'cancelled'
 export type SubscriptionType = 'standalone' | 'parent' | 'inherited' | 'delegated_invoicing' | 'grouped_invoicing'
 export type BillingCycle = 'anniversary' | 'calendar'
 
-const DAY_MS = 86_400_000
 
 /** What of a price the rules read. */
 export interface PlanPrice {

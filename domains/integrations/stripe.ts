@@ -7,10 +7,10 @@
 import { D, minorUnits, type Decimal } from '../../core/money.ts'
 import { verifySignature } from '../../core/signatures.ts'
 import { ProviderError, type CardSetup, type InvoicePush, type PaymentProvider, type ProviderConnection, type ProviderNotification, type PushResult, type SetupResult } from './provider.ts'
+import { DAY_MS } from '../../core/periods.ts'
 
 const STRIPE_API = 'https://api.stripe.com'
 const TIMEOUT_MS = 15_000
-const DAY_MS = 86_400_000
 
 type Params = Record<string, string | number | boolean | Record<string, string> | undefined>
 /** The fields of Stripe's answers this adapter reads, unchecked until read (Stripe's JSON, or a proxy's). */

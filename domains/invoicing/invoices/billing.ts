@@ -12,7 +12,7 @@ import type { CouponUse } from '../../../core/billing/coupons.ts'
 import { allowanceWindows, type Allowance } from '../../../core/billing/allowance.ts'
 import { invalidOperation } from '../../../core/errors.ts'
 import { D, sumMoney, type Decimal } from '../../../core/money.ts'
-import type { Period } from '../../../core/periods.ts'
+import { DAY_MS, type Period } from '../../../core/periods.ts'
 import type { PriceInput } from '../../../core/pricing/index.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
@@ -37,7 +37,6 @@ export interface PointInvoice {
   subscription: SubscriptionRow
 }
 
-const DAY_MS = 86_400_000
 
 /** A subscription billed on its own invoices, with what is billed with it. */
 export interface BillingContext {
