@@ -164,12 +164,13 @@ describe.skipIf(!brokers)('Kafka mode', () => {
     await send(h, events('d', 1000, 40), { customer: 'x', name: 'job' })
     const inserted: string[] = []
     stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!, {
-      // Nothing runs for 20 s, heartbeats included: the coordinator forgets the member (session 10 s), so
-      // this chunk's commit is refused and the member must rejoin and read it again. Twice the session:
-      // a broker starved of CPU checks its sessions late, and at 12 s it sometimes had not yet.
+      // Nothing runs for 30 s, heartbeats included: the coordinator forgets the member (session 10 s), so
+      // this chunk's commit is refused and the member must rejoin and read it again. Three times the session:
+      // a broker starved of CPU checks its sessions late (at 12 s it sometimes had not yet, and at 20 s once
+      // with another test file running beside this one).
       afterInsert: async ({ partition, first }) => {
         inserted.push(`${partition}:${first}`)
-        if (inserted.length === 1) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20_000)
+        if (inserted.length === 1) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 30_000)
       },
     })
     await until('all 8000 events are counted', async () => (await total(count)) === '8000', 90_000)
