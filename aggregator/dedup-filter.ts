@@ -62,8 +62,7 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
   let state: State | undefined
   let reading: Promise<State> | undefined
   let task: Promise<void> | undefined
-  let stopping = false
-  /** Aborted by stop(): ends the fill's wait for other processes' inserts (65 s on a server) at once. */
+  /** Aborted by stop(): maintenance ends, the fill's wait for other processes' inserts (65 s on a server) at once. */
   const stopped = new AbortController()
   /** After a failure, maintenance waits this long rather than trying again at every batch. */
   let retryAt = 0
@@ -82,9 +81,9 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
   const fill = async (g: number, from: Date): Promise<void> => {
     const at = `toDateTime('${chDateTime(from).slice(0, 19)}', 'UTC')`
     const after = `expires_at > ${at}`
-    // Slices of the rows to read, not of the table: a top-up reads the last day's ids, and each slice scans the table
-    // (a top-up at 100M stored ids took 52 s in 5 slices, during which lookups were the full lookup; BENCHMARKS.md §10).
-    // Counted without a scan, from the parts' TTL ranges: the rows of every part that may hold such an id (or has no range).
+    // Slices of the rows to read, not of the table: each slice scans the table's expires_at, and a restart's top-up
+    // reads only the last day's ids. Counted without a scan, from the parts' TTL ranges: the rows of every part that
+    // may hold such an id (or has no range).
     const rs = await ch.reader.query({
       query: `SELECT toString(sum(rows)) AS n FROM system.parts WHERE database = currentDatabase() AND table = 'event_ids' AND active
         AND (delete_ttl_info_max > ${at} OR toUnixTimestamp(delete_ttl_info_max) = 0)`,
@@ -92,7 +91,7 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
     })
     const slices = Math.max(1, Math.ceil(Number((await rs.json<{ n: string }>())[0].n) / FILL_SLICE_IDS))
     for (let slice = 0; slice < slices; slice++) {
-      if (stopping) throw new Error('stopped')
+      stopped.signal.throwIfAborted()
       await ch.commandApart(`INSERT INTO ${setTable(g)} SELECT sipHash64(tenant_id, environment_id, event_id) FROM event_ids
         WHERE ${after}${slices > 1 ? ` AND id_hash % ${slices} = ${slice}` : ''}`)
       if (slices > 1) logger.info({ generation: g, slice: slice + 1, of: slices }, 'dedup filter: filling a generation from event_ids')
@@ -149,7 +148,7 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
       }
     },
     maintain(inFlight) {
-      if (task || stopping || Date.now() < retryAt) return task ?? Promise.resolve()
+      if (task || stopped.signal.aborted || Date.now() < retryAt) return task ?? Promise.resolve()
       task = generations()
         .then(({ plan, filledAt }) => {
           const due = plan.fill !== undefined || plan.drop.length > 0 || (plan.use !== undefined && !trusted.has(plan.use))
@@ -158,13 +157,12 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
         .catch((err: unknown) => {
           state = undefined
           retryAt = Date.now() + CACHE_MS
-          if (!stopping) logger.warn({ err }, 'dedup filter maintenance failed; lookups read event_ids until it succeeds')
+          if (!stopped.signal.aborted) logger.warn({ err }, 'dedup filter maintenance failed; lookups read event_ids until it succeeds')
         })
         .finally(() => (task = undefined))
       return task
     },
     async stop() {
-      stopping = true
       stopped.abort()
       await task
     },

@@ -7,15 +7,15 @@ import { encodeEvent } from '../core/events.ts'
 import type { Scope } from '../core/scope.ts'
 import { eventKey } from '../ingest/kafka-sink.ts'
 import { consumerGroup } from '../aggregator/consumer.ts'
-import { INTAKE_YOUNG_GENERATION } from './common.ts'
+import { YOUNG_GENERATION } from './common.ts'
 
 /**
  * The aggregator runs in the bench's process, with the young generation production processes get (the Dockerfile's
  * NODE_OPTIONS; docs/usage.md): V8 takes it only at start, so without it the bench runs itself again in a new process.
  */
 export function ensureYoungGeneration(): void {
-  if ([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].includes(INTAKE_YOUNG_GENERATION)) return
-  const child = spawnSync(process.execPath, [...process.execArgv, INTAKE_YOUNG_GENERATION, ...process.argv.slice(1)], { stdio: 'inherit' })
+  if ([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].includes(YOUNG_GENERATION)) return
+  const child = spawnSync(process.execPath, [...process.execArgv, YOUNG_GENERATION, ...process.argv.slice(1)], { stdio: 'inherit' })
   process.exit(child.status ?? 1)
 }
 

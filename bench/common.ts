@@ -153,10 +153,10 @@ export function bulkBodies(): (n: number, slot: number) => Buffer {
 }
 
 /**
- * The young-generation size docs/usage.md recommends for intake (NODE_OPTIONS): requests in flight hold thousands
+ * The young-generation size docs/usage.md recommends for intake and the aggregator (NODE_OPTIONS): batches in flight hold thousands
  * of events, which a small young generation copies over and over.
  */
-export const INTAKE_YOUNG_GENERATION = '--max-semi-space-size=64'
+export const YOUNG_GENERATION = '--max-semi-space-size=64'
 
 /**
  * An intake server of bench/intake-server.ts (`ceiling`, `direct` or `kafka`) in a process of its own.
@@ -164,7 +164,7 @@ export const INTAKE_YOUNG_GENERATION = '--max-semi-space-size=64'
  */
 export async function intakeServer(mode: string): Promise<{ port: number; key: string; child: ChildProcess }> {
   const flags = process.env.INTAKE_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
-  const child = spawn(process.execPath, [INTAKE_YOUNG_GENERATION, ...flags, '--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], {
+  const child = spawn(process.execPath, [YOUNG_GENERATION, ...flags, '--import', 'tsx', fileURLToPath(new URL('./intake-server.ts', import.meta.url)), mode], {
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   const line = await new Promise<string>((resolve, reject) => {

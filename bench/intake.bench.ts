@@ -1,7 +1,7 @@
 // (1) HTTP bulk intake: events/s accepted and p99 latency at 100 and 1000 events per request, in direct
 // mode and (with KAFKA_BROKERS) Kafka mode, each as a ratio to a parse-and-validate-only server measured
 // in the same run. Server and load generator share this machine's cores.
-import { blast, bulkBodies, cpuSeconds, fmt, INTAKE_YOUNG_GENERATION, intakeServer, report, type LoadResult } from './common.ts'
+import { blast, bulkBodies, cpuSeconds, fmt, YOUNG_GENERATION, intakeServer, report, type LoadResult } from './common.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
 // For iterating on one mode: INTAKE_ROWS=kafka-1000 measures only that row (with its ceiling); all rows by default.
@@ -59,7 +59,7 @@ model and the current time into it per request (bench/common.ts \`bulkBodies\`),
 cores, spends little CPU; "client CPU" is the generator process's CPU per accepted event (bodies and HTTP client).
 "ceiling" is the same program (auth, rate limit, JSON parse, validation, normalisation) with a sink that
 discards events; ratio = events/s of the row ÷ ceiling events/s at the same request size. Servers run with
-\`${INTAKE_YOUNG_GENERATION}\` (docs/usage.md); in Kafka mode the producer runs on its own thread. Server CPU: all threads of
+\`${YOUNG_GENERATION}\` (docs/usage.md); in Kafka mode the producer runs on its own thread. Server CPU: all threads of
 the server process over the measured run ÷ events accepted; it moves less with other load on the machine than events/s.${process.env.KAFKA_BROKERS ? ` Kafka: ${process.env.KAFKA_BROKERS}, acks=all, idempotent producer.` : ' Kafka mode not measured (KAFKA_BROKERS unset).'}
 
 | mode | events/request | events/s accepted | p50 ms | p99 ms | ratio to ceiling | server CPU µs/event | client CPU µs/event | non-202 |

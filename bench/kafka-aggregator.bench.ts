@@ -5,7 +5,7 @@ import { Kafka, logLevel } from 'kafkajs'
 import { loadConfig } from '../core/config.ts'
 import { createMeter } from '../domains/catalog/meters/service.ts'
 import { startRoles } from '../roles.ts'
-import { BENCH_TOPIC_PREFIX, benchDataDir, fmt, INTAKE_YOUNG_GENERATION, percentile, removeBenchTopics, report } from './common.ts'
+import { BENCH_TOPIC_PREFIX, benchDataDir, fmt, YOUNG_GENERATION, percentile, removeBenchTopics, report } from './common.ts'
 import { committedEvents, ensureYoungGeneration, preloadTopic } from './aggregator-drain.ts'
 
 ensureYoungGeneration()
@@ -70,7 +70,7 @@ await running.stop()
 report(`## 2. Kafka → ClickHouse
 
 ${fmt(N)} events with UUID ids pre-loaded into a ${brokers} topic (6 partitions; produced at ${fmt(produceRate)} events/s by one kafkajs
-producer), then drained by one aggregator process (\`${INTAKE_YOUNG_GENERATION}\`) with one SUM meter: dedup lookup, meter resolution, one insert per
+producer), then drained by one aggregator process (\`${YOUNG_GENERATION}\`) with one SUM meter: dedup lookup, meter resolution, one insert per
 chunk of up to ${fmt(config.batch.aggregatorMaxRows)} rows (AGGREGATOR_MAX_ROWS) into chDB, commit after the insert; up to two chunks are
 fetched, parsed, looked up and resolved while the one before them is inserted.
 

@@ -3,7 +3,6 @@
 import { MIN_DEDUP_WINDOW_DAYS } from './config.ts'
 import { DAY_MS } from './periods.ts'
 
-
 /**
  * How often a generation is replaced. A Set never shrinks while event_ids expires ids by TTL, so a generation holds
  * the window's ids plus those of up to one period: a day is ~3% more memory on a 35-day window, and its fill (a

@@ -3,7 +3,6 @@
 import { D, type Decimal } from './money.ts'
 import { DAY_MS } from './periods.ts'
 
-
 type ProrationMode = 'day' | 'second'
 
 export type ProrateInput = {

@@ -10,7 +10,6 @@ export type SubscriptionStatus = 'draft' | 'not_started' | 'trialing' | 'active'
 export type SubscriptionType = 'standalone' | 'parent' | 'inherited' | 'delegated_invoicing' | 'grouped_invoicing'
 export type BillingCycle = 'anniversary' | 'calendar'
 
-
 /** What of a price the rules read. */
 export interface PlanPrice {
   id: string

@@ -37,7 +37,6 @@ export interface PointInvoice {
   subscription: SubscriptionRow
 }
 
-
 /** A subscription billed on its own invoices, with what is billed with it. */
 export interface BillingContext {
   sub: SubscriptionRow
