@@ -166,6 +166,17 @@ describe('periodCosts: the usage lines of one billing period priced together', (
     expect(periodCosts([ds('0', '30', '140')], { currency: 'USD', lines: [{ price }] }).costs.map(text)).toEqual([['0', '2']])
   })
 
+  it('windows without usage cost nothing, before and after the minimum and within a commitment', () => {
+    // min_quantity 100 at 0.05, billed from the first instant: no usage, then none, 30, none, 140 units: 5.00 in the
+    // first window (nothing used yet), then 0, 0, 0 and 7.00 − 5.00.
+    const price = flat('0.05', { min_quantity: '100' })
+    expect(periodCosts([ds('0', '0', '0', '30', '30', '140')], { currency: 'USD', lines: [{ price }] }, [true]).costs.map(text)).toEqual([['5', '0', '0', '0', '2']])
+    // The shared commitment above with a quiet window between: 8.00 of it used, nothing, then A 5.00 + 3.00 over, B 6.00 over.
+    const r = periodCosts([ds('0', '50', '50', '120'), ds('0', '3', '3', '6')], { currency: 'USD', lines: [{ price: flat('0.10') }, { price: flat('1.00') }], commitment: { amount: '10.00', overage_factor: '1.5', true_up_enabled: true } })
+    expect(r.costs.map(text)).toEqual([['5', '0', '8'], ['3', '0', '6']])
+    expect(r.commitmentWindows!.utilized.map(text)).toEqual([['5', '0', '5'], ['3', '0', '-3']])
+  })
+
   it('an allowance that resets each day: each day uses its own 100 included units', () => {
     // Days of 150, 80 and 130 units at 0.10 above 100 a day: 5.00, 0, 3.00 (once a period it would be 26.00).
     const days = [ds('0', '150', '150', '150'), ds('0', '0', '80', '80'), ds('0', '0', '0', '130')]

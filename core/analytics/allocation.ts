@@ -9,7 +9,7 @@
 //   the amount the invoice's usage line would bill for that quantity (core/billing computeInvoice: allowance, min
 //   quantity, price model, the line's own commitment; rounded once). The points add up to the line's amount.
 import { D, minorUnits, roundMoney, type Decimal } from '../money.ts'
-import { computeInvoice } from '../billing/invoice.ts'
+import { commitLines, computeInvoice } from '../billing/invoice.ts'
 import type { Allowance } from '../billing/allowance.ts'
 import type { Commitment } from '../billing/commitment.ts'
 import type { AggregationType } from '../meters.ts'
@@ -17,6 +17,8 @@ import type { PriceInput } from '../pricing/index.ts'
 
 /** Enough digits for products of 38-digit usages with amounts in minor units: the remainders are exact. */
 const X = D.clone({ precision: 200, rounding: D.ROUND_DOWN })
+
+const ZERO = new D(0)
 
 /**
  * Splits `total` over groups in proportion to their non-negative `usages` (largest remainder, see above). With no
@@ -119,8 +121,9 @@ export function cumulativeUsage(type: AggregationType, windows: readonly WindowU
   }
   if (!additive && type !== 'MAX' && type !== 'MIN' && type !== 'LATEST') combine(undefined, new D(0))
   return windows.map((w) => {
-    if (additive || !w.eventCount.isZero()) acc = combine(acc, new D(w.usage))
-    return acc ?? new D(0)
+    // plus rounds to D's precision itself: an additive window's usage needs no copy first.
+    if (additive || !w.eventCount.isZero()) acc = combine(acc, additive ? w.usage : new D(w.usage))
+    return acc ?? ZERO
   })
 }
 
@@ -145,14 +148,14 @@ export interface PeriodCosts {
 /**
  * incrementalCosts for the usage lines of one billing period together, as the invoice prices them: at each instant
  * every line has its usage up to that instant (`cumulative[line][instant]`; instant 0 is where the read starts, the
- * period's start or later), the invoice's computeInvoice prices them all with the shared commitment (a line's
+ * period's start or later), the invoice's line pricing (computeInvoice's commitLines) prices them all with the shared commitment (a line's
  * overage depends on what the lines before it used), and a window costs each line's amount at its end minus the
  * amount at its start. The windows of a line add up to its amount at the last instant minus the amount at instant 0
  * (the line's amount on the invoice when the read spans the whole period). The true-up line is no usage line: left out.
  * A line billed from instant 0 on (`fresh[line]`: its charge starts there) had no amount before it, so a minimum
  * (min_quantity) lands in its first window, as in incrementalCosts. A line whose allowance resets inside the period
  * (a DAILY limit) has `resetUsage[line][window][instant]`: each reset window's own usage up to each instant, given
- * to computeInvoice as the invoice's `usage_windows` (one allowance per window); its `cumulative` is their sum.
+ * to the pricing as the invoice's `usage_windows` (one allowance per window); its `cumulative` is their sum.
  */
 export function periodCosts(
   cumulative: readonly (readonly Decimal[])[],
@@ -161,36 +164,36 @@ export function periodCosts(
   resetUsage: readonly ((readonly (readonly Decimal[])[]) | undefined)[] = [],
 ): PeriodCosts {
   const instants = cumulative[0]?.length ?? 0
-  const at = (i: number) =>
-    computeInvoice({
+  const lines = pricing.lines.map((l) => ({ price_type: 'USAGE' as const, price: l.price, allowance: l.allowance ?? null }))
+  const commitments = pricing.commitment ? [{ commitment: pricing.commitment, line_indexes: lines.map((_, k) => k), display_name: 'true-up' }] : []
+  const same = (i: number) => cumulative.every((c, k) => c[i].eq(c[i - 1]) && (resetUsage[k]?.every((w) => w[i].eq(w[i - 1])) ?? true))
+  /** Each line's amount, commitment utilized and overage at instant i: what computeInvoice bills each line (its commitLines). */
+  const at = (i: number): Decimal[][] =>
+    commitLines({
       currency: pricing.currency,
-      invoice_date: new Date(0),
-      lines: pricing.lines.map((l, k) => ({
-        price_type: 'USAGE' as const,
-        quantity: new D(cumulative[k][i]),
-        price: l.price,
-        allowance: l.allowance ?? null,
-        ...(resetUsage[k] && { usage_windows: resetUsage[k].map((w) => new D(w[i])) }),
-      })),
-      commitments: pricing.commitment ? [{ commitment: pricing.commitment, line_indexes: pricing.lines.map((_, k) => k), display_name: 'true-up' }] : [],
-    }).line_items
-  const items = Array.from({ length: instants }, (_, i) => at(i))
-  type Item = (typeof items)[number][number]
-  // Each line's windows: a value at each window's end minus the value at its start (nothing before a fresh line).
-  const windows = (value: (item: Item) => Decimal) =>
-    pricing.lines.map((_, k) =>
-      items.slice(1).map((end, i) => {
-        const d = value(end[k]).minus(i === 0 && fresh[k] ? 0 : value(items[i][k]))
-        return d.isZero() ? new D(0) : d
+      lines: lines.map((l, k) => ({ ...l, quantity: new D(cumulative[k][i]), ...(resetUsage[k] && { usage_windows: resetUsage[k].map((w) => new D(w[i])) }) })),
+      commitments,
+    })
+      .slice(0, lines.length)
+      .map((l) => [l.amount, l.commitment_info?.computed_commitment_utilized_amount ?? ZERO, l.commitment_info?.computed_overage_amount ?? ZERO])
+  // [value][line][window], each window's value at its end minus at its start (nothing before a fresh line). An instant
+  // whose usage is the one before's is priced as it: a window without usage costs nothing without pricing it again.
+  const windows: Decimal[][][] = [0, 1, 2].map(() => lines.map(() => []))
+  let before = instants > 0 ? at(0) : []
+  for (let i = 1; i < instants; i++) {
+    const end = same(i) ? before : at(i)
+    end.forEach((values, k) =>
+      values.forEach((v, x) => {
+        const d = v.minus(i === 1 && fresh[k] ? ZERO : before[k][x])
+        windows[x][k].push(d.isZero() ? ZERO : d)
       }),
     )
-  const last = items[instants - 1] ?? []
-  const utilized = (item: Item) => item.commitment_info!.computed_commitment_utilized_amount
-  const overage = (item: Item) => item.commitment_info!.computed_overage_amount
+    before = end
+  }
   return {
-    costs: windows((item) => item.amount),
-    amounts: pricing.lines.map((_, k) => last[k]?.amount ?? new D(0)),
-    commitment: pricing.commitment ? pricing.lines.map((_, k) => ({ utilized: utilized(last[k]), overage: overage(last[k]) })) : null,
-    commitmentWindows: pricing.commitment ? { utilized: windows(utilized), overage: windows(overage) } : null,
+    costs: windows[0],
+    amounts: lines.map((_, k) => before[k]?.[0] ?? ZERO),
+    commitment: pricing.commitment ? lines.map((_, k) => ({ utilized: before[k][1], overage: before[k][2] })) : null,
+    commitmentWindows: pricing.commitment ? { utilized: windows[1], overage: windows[2] } : null,
   }
 }

@@ -132,8 +132,12 @@ const trueUpLine = (of: TrueUpOf, name: string, amount: Decimal, lines: number[]
   tiers: null,
 })
 
-/** Lines with their commitments applied (each line rounded once); true-up lines follow the given lines. */
-function commitLines(input: InvoiceInput): PricedLine[] {
+/**
+ * Lines with their commitments applied (each line rounded once); true-up lines follow the given lines. Each line's
+ * `amount` and `commitment_info` are computeInvoice's: what follows (coupons, taxes, credits) leaves them as they are,
+ * so usage analytics prices a window's lines with this alone.
+ */
+export function commitLines(input: Pick<InvoiceInput, 'currency' | 'lines' | 'commitments'>): PricedLine[] {
   const { currency } = input
   const lines = input.lines.map((l, i) => priceLine(l, i, currency))
   const trueUps: PricedLine[] = []

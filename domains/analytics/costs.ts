@@ -102,6 +102,9 @@ async function subscriptionsOf(deps: Deps, scope: Scope, customerIds: string[] |
   }
 }
 
+const ZERO = new D(0)
+const ONE = new D(1)
+
 const later = (a: Date, b: Date) => (a > b ? a : b)
 const earlier = (a: Date, b: Date) => (a < b ? a : b)
 
@@ -150,11 +153,12 @@ function runningUsage(meter: Meter, opening: UsageResult | undefined, windows: U
   const perGroup = keys.map((g) =>
     cumulativeUsage(
       meter.aggregation.type,
-      windows.results.map((w) => ({ eventCount: new D(1), usage: g === undefined ? w.value : (w.groups.get(g) ?? new D(0)) })),
-      { bucketed, opening: opening ? (g === undefined ? opening.value : (opening.results[0]?.groups.get(g) ?? new D(0))) : undefined },
+      windows.results.map((w) => ({ eventCount: ONE, usage: g === undefined ? w.value : (w.groups.get(g) ?? ZERO) })),
+      { bucketed, opening: opening ? (g === undefined ? opening.value : (opening.results[0]?.groups.get(g) ?? ZERO)) : undefined },
     ),
   )
-  return windows.results.map((_, i) => perGroup.reduce((a, c) => a.plus(c[i]), new D(0)))
+  // An export prices thousands of windows a customer: one group's running usage is the answer, not a copy of it.
+  return perGroup.length === 1 ? perGroup[0] : windows.results.map((_, i) => perGroup.reduce((a, c) => a.plus(c[i]), ZERO))
 }
 
 /**
@@ -280,7 +284,7 @@ export async function planCosts(deps: Deps, scope: Scope, q: CostQuery, { window
   const meters = new Map<string, MeterCost>()
   const costOf = (meterId: string) => {
     let m = meters.get(meterId)
-    if (!m) meters.set(meterId, (m = { windows: windows.map(() => new D(0)), customers: new Map(), lines: [], commitment: null, commitmentWindows: null }))
+    if (!m) meters.set(meterId, (m = { windows: windows.map(() => ZERO), customers: new Map(), lines: [], commitment: null, commitmentWindows: null }))
     return m
   }
   const committed = new Set<string>()
@@ -288,7 +292,7 @@ export async function planCosts(deps: Deps, scope: Scope, q: CostQuery, { window
     const sub = unit.ctx.sub
     const commitment = sub.commitment_amount === null ? null : subscriptionCommitment(sub, unit.point.arrear, []).commitment
     const priced = periodCosts(
-      unit.charges.map((c) => unit.instants.map((_, i) => c.spans.reduce((sum, s) => sum.plus(s.cumulative![i]), new D(0)))),
+      unit.charges.map((c) => (c.spans.length === 1 ? c.spans[0].cumulative! : unit.instants.map((_, i) => c.spans.reduce((sum, s) => sum.plus(s.cumulative![i]), ZERO)))),
       { currency: sub.currency, lines: unit.charges.map((c) => ({ price: c.row.price as unknown as PriceInput, allowance: allowanceOf(unit.ctx, c.row)?.allowance ?? null })), commitment },
       unit.charges.map((c) => c.charge.period.start >= unit.instants[0]),
       unit.charges.map((c) => (c.resets ? c.spans.map((s) => s.cumulative!) : undefined)),
@@ -298,8 +302,9 @@ export async function planCosts(deps: Deps, scope: Scope, q: CostQuery, { window
       const m = costOf(c.row.meter_id!)
       if (!m.lines.some((l) => l.id === c.row.id)) m.lines.push(c.row)
       let own = m.customers.get(c.customer)
-      if (!own) m.customers.set(c.customer, (own = windows.map(() => new D(0))))
+      if (!own) m.customers.set(c.customer, (own = windows.map(() => ZERO)))
       priced.costs[k].forEach((cost, i) => {
+        if (cost.isZero()) return
         m.windows[windowAt[i]] = m.windows[windowAt[i]].plus(cost)
         own[windowAt[i]] = own[windowAt[i]].plus(cost)
       })
