@@ -70,7 +70,7 @@ ${fmt(N)} events over March 2024 for ${CUSTOMERS} customers in 3 sources (genera
 event_batches views, rollups then merged), one SUM meter with its feature, each customer subscribed to a plan pricing it at
 0.001 a token. \`usageAnalytics\` (POST /v1/events/analytics's service) with group_by [source] and window_size DAY: the
 breakdown read of 31 daily points per source and the cost of each customer's line per day (its usage before and in the
-range, priced by computeInvoice per window), ${RUNS} runs after 3 warm-up runs, chDB in process. Same-run baselines: the
+range, priced per window by the invoice's line pricing), ${RUNS} runs after 3 warm-up runs, chDB in process. Same-run baselines: the
 breakdown read alone (no cost) and the usage query of the meter per day (\`meterUsage\`).
 
 | query | analytics p50 ms | analytics p99 ms | breakdown only p50 ms | breakdown only p99 ms | analytics ÷ breakdown (p50) | usage query p50 ms | total_cost |
