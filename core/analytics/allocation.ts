@@ -148,10 +148,11 @@ export interface PeriodCosts {
 /**
  * incrementalCosts for the usage lines of one billing period together, as the invoice prices them: at each instant
  * every line has its usage up to that instant (`cumulative[line][instant]`; instant 0 is where the read starts, the
- * period's start or later), the invoice's line pricing (computeInvoice's commitLines) prices them all with the shared commitment (a line's
- * overage depends on what the lines before it used), and a window costs each line's amount at its end minus the
- * amount at its start. The windows of a line add up to its amount at the last instant minus the amount at instant 0
- * (the line's amount on the invoice when the read spans the whole period). The true-up line is no usage line: left out.
+ * period's start or later), the invoice's line pricing (computeInvoice's commitLines) prices them all with the shared
+ * commitment (a line's overage depends on what the lines before it used), and a window costs each line's amount at its
+ * end minus the amount at its start. The windows of a line add up to its amount at the last instant minus the amount
+ * at instant 0 (the line's amount on the invoice when the read spans the whole period). The true-up line is no usage
+ * line: left out.
  * A line billed from instant 0 on (`fresh[line]`: its charge starts there) had no amount before it, so a minimum
  * (min_quantity) lands in its first window, as in incrementalCosts. A line whose allowance resets inside the period
  * (a DAILY limit) has `resetUsage[line][window][instant]`: each reset window's own usage up to each instant, given
@@ -193,7 +194,7 @@ export function periodCosts(
   return {
     costs: windows[0],
     amounts: lines.map((_, k) => before[k]?.[0] ?? ZERO),
-    commitment: pricing.commitment ? lines.map((_, k) => ({ utilized: before[k][1], overage: before[k][2] })) : null,
+    commitment: pricing.commitment ? lines.map((_, k) => ({ utilized: before[k]?.[1] ?? ZERO, overage: before[k]?.[2] ?? ZERO })) : null,
     commitmentWindows: pricing.commitment ? { utilized: windows[1], overage: windows[2] } : null,
   }
 }
