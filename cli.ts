@@ -3,13 +3,9 @@
 // runs a scheduled job now; `export` streams a CSV export of a running service to stdout.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './core/config.ts'
-import { createTenant } from './domains/tenancy/tenants/service.ts'
 import type { NewTenant } from './domains/tenancy/tenants/service.ts'
-import { openDeps } from './infra/deps.ts'
-import { migrate } from './infra/migrate.ts'
-import { ROLE_NAMES, startRoles, type RoleName } from './roles.ts'
-import { jobs } from './worker/jobs.ts'
-import { runJob } from './infra/scheduler.ts'
+import type { Deps } from './infra/deps.ts'
+import type { RoleName } from './roles.ts'
 import { csvRecordCounter, progressLine as exportProgress } from './core/export-progress.ts'
 
 const USAGE = `usage: meterbill <command>
@@ -45,14 +41,29 @@ function printTenant(t: NewTenant, heading: string): void {
   process.stdout.write(`${t.apiKey}\n`)
 }
 
-async function serve(roles: readonly RoleName[]): Promise<void> {
+// The service's modules are imported by the commands that run it: `export` and `help` start in a fraction of the time.
+const roles = () => import('./roles.ts')
+
+/** The engines opened and migrated, for a command that runs once and exits. */
+async function migratedDeps(): Promise<{ deps: Deps; applied: { postgres: string[]; clickhouse: string[] } }> {
+  const [{ openDeps }, { migrate }] = await Promise.all([import('./infra/deps.ts'), import('./infra/migrate.ts')])
+  const deps = await openDeps(loadConfig())
+  try {
+    return { deps, applied: await migrate(deps.sql, deps.ch) }
+  } catch (err) {
+    await deps.close()
+    throw err
+  }
+}
+
+async function serve(names: readonly RoleName[]): Promise<void> {
   const config = loadConfig()
-  const running = await startRoles(config, roles)
+  const running = await (await roles()).startRoles(config, names)
   const { deps } = running
   if (running.bootstrap) printTenant(running.bootstrap, 'first start: created a tenant')
-  say(`meterbill ${roles.join('+')} running: postgres=${deps.engines.postgres} clickhouse=${deps.engines.clickhouse} kafka=${config.kafkaBrokers ? config.kafkaBrokers.join(',') : 'off (direct mode)'}`)
+  say(`meterbill ${names.join('+')} running: postgres=${deps.engines.postgres} clickhouse=${deps.engines.clickhouse} kafka=${config.kafkaBrokers ? config.kafkaBrokers.join(',') : 'off (direct mode)'}`)
   if (running.metricsPort !== undefined) say(`metrics: http://${config.metrics!.host}:${running.metricsPort}/metrics`)
-  if (running.port !== undefined) say(`listening on http://127.0.0.1:${running.port}  (${roles.includes('api') ? 'console: /, ' : ''}health: /v1/health, API docs: /v1/openapi.json)`)
+  if (running.port !== undefined) say(`listening on http://127.0.0.1:${running.port}  (${names.includes('api') ? 'console: /, ' : ''}health: /v1/health, API docs: /v1/openapi.json)`)
 
   let stopping = false
   const shutdown = (signal: string): void => {
@@ -74,9 +85,8 @@ async function serve(roles: readonly RoleName[]): Promise<void> {
 }
 
 async function runMigrate(): Promise<void> {
-  const deps = await openDeps(loadConfig())
+  const { deps, applied } = await migratedDeps()
   try {
-    const applied = await migrate(deps.sql, deps.ch)
     say(`postgres: ${applied.postgres.length ? applied.postgres.join(', ') : 'up to date'}`)
     say(`clickhouse: ${applied.clickhouse.length ? applied.clickhouse.join(', ') : 'up to date'}`)
   } finally {
@@ -87,9 +97,9 @@ async function runMigrate(): Promise<void> {
 async function runTenant(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args, options: { name: { type: 'string' } }, allowPositionals: true })
   if (positionals[0] !== 'create' || !values.name) throw new UsageError('usage: meterbill tenant create --name NAME')
-  const deps = await openDeps(loadConfig())
+  const { createTenant } = await import('./domains/tenancy/tenants/service.ts')
+  const { deps } = await migratedDeps()
   try {
-    await migrate(deps.sql, deps.ch)
     printTenant(await createTenant(deps, values.name), `created tenant ${values.name}`)
   } finally {
     await deps.close()
@@ -106,12 +116,12 @@ function progressLine(done: number, total: number, note = ''): string {
 
 async function runJobNow(args: string[]): Promise<void> {
   const [sub, name] = args
+  const [{ jobs }, { runJob }] = await Promise.all([import('./worker/jobs.ts'), import('./infra/scheduler.ts')])
   const names = jobs.map((j) => j.name).join(', ')
   const job = jobs.find((j) => j.name === name)
   if (sub !== 'run' || !job) throw new UsageError(`usage: meterbill jobs run NAME   (${names})`)
-  const deps = await openDeps(loadConfig())
+  const { deps } = await migratedDeps()
   try {
-    await migrate(deps.sql, deps.ch)
     const summary = await runJob(deps, job, (done, total, note) => process.stderr.write(`\r\x1b[K${progressLine(done, total, note ?? job.name)}`))
     process.stderr.write('\n')
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`)
@@ -209,16 +219,17 @@ class ExportError extends Error {}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
-  if (command === 'start') return serve(ROLE_NAMES)
-  if ((ROLE_NAMES as readonly string[]).includes(command)) return serve([command as RoleName])
+  if (command === 'export') return runExport(rest)
   if (command === 'migrate') return runMigrate()
   if (command === 'tenant') return runTenant(rest)
   if (command === 'jobs') return runJobNow(rest)
-  if (command === 'export') return runExport(rest)
   if (command === undefined || command === 'help' || command === '--help') {
     say(USAGE)
     return
   }
+  const { ROLE_NAMES } = await roles()
+  if (command === 'start') return serve(ROLE_NAMES)
+  if ((ROLE_NAMES as readonly string[]).includes(command)) return serve([command as RoleName])
   throw new UsageError(`unknown command "${command}"\n\n${USAGE}`)
 }
 
