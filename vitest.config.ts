@@ -26,9 +26,10 @@ const SERVER_PATH = [
 export default defineConfig({
   test: {
     pool: 'forks',
-    // At least two files at once: most of a file's time is spent waiting (Kafka, timers, the engines' threads), so on
-    // 2 cores vitest's default of one worker left a third of the machine idle (README, "Tests": 9 min with two).
-    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // A file more than there are cores: most of a file's time is spent waiting (Kafka, timers, the engines' threads).
+    // On 2 cores vitest's default of one worker left a third of the machine idle, and two still a quarter of it
+    // (README, "Tests").
+    maxWorkers: availableParallelism() + 1,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default'],
