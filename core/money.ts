@@ -6,6 +6,8 @@ import { Decimal } from 'decimal.js'
 export { Decimal }
 
 export const D = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP })
+/** Zero, shared where a long series would otherwise allocate one per element (Decimals never change). */
+export const ZERO = new D(0)
 
 // ISO 4217 minor units; every code not listed here has 2.
 const ZERO_DECIMAL = new Set(['JPY', 'KRW', 'VND', 'CLP', 'ISK', 'UGX', 'XAF', 'XOF', 'XPF', 'PYG', 'RWF', 'GNF', 'KMF', 'VUV', 'BIF', 'DJF'])

@@ -8,7 +8,7 @@
 // - incrementalCosts: the cost of a window is cost(usage up to its end) − cost(usage up to its start), where cost is
 //   the amount the invoice's usage line would bill for that quantity (core/billing computeInvoice: allowance, min
 //   quantity, price model, the line's own commitment; rounded once). The points add up to the line's amount.
-import { D, minorUnits, roundMoney, type Decimal } from '../money.ts'
+import { D, minorUnits, roundMoney, ZERO, type Decimal } from '../money.ts'
 import { commitLines, computeInvoice } from '../billing/invoice.ts'
 import type { Allowance } from '../billing/allowance.ts'
 import type { Commitment } from '../billing/commitment.ts'
@@ -17,8 +17,6 @@ import type { PriceInput } from '../pricing/index.ts'
 
 /** Enough digits for products of 38-digit usages with amounts in minor units: the remainders are exact. */
 const X = D.clone({ precision: 200, rounding: D.ROUND_DOWN })
-
-const ZERO = new D(0)
 
 /**
  * Splits `total` over groups in proportion to their non-negative `usages` (largest remainder, see above). With no

@@ -8,7 +8,7 @@
 import { cumulativeUsage, periodCosts } from '../../core/analytics/allocation.ts'
 import { billingPoints, pointCharges, type BillingPoint, type Charge } from '../../core/billing/cycle.ts'
 import { validationError } from '../../core/errors.ts'
-import { D, type Decimal } from '../../core/money.ts'
+import { D, ZERO, type Decimal } from '../../core/money.ts'
 import type { UsageWindow, WindowSize } from '../../core/periods.ts'
 import type { PriceInput } from '../../core/pricing/index.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
@@ -102,7 +102,6 @@ async function subscriptionsOf(deps: Deps, scope: Scope, customerIds: string[] |
   }
 }
 
-const ZERO = new D(0)
 const ONE = new D(1)
 
 const later = (a: Date, b: Date) => (a > b ? a : b)
