@@ -80,8 +80,9 @@ beforeAll(async () => {
   for (let c = 0; c < PRICED; c++) {
     const priced = await customer(h, { external_id: `priced-${c}`, name: `Priced ${c}` })
     await subscribed(h, { customer_id: priced.id, plan_id: p.id, collection_method: 'send_invoice', start_date: '2024-04-01T00:00:00Z' })
-    // c + 1 calls in separate minutes: (c + 1) × 0.10.
+    // c + 1 calls from sdk in separate minutes, and one from web in the first of them: (c + 2) × 0.10.
     for (let k = 0; k <= c; k++) events.push(event(`priced-${c}`, new Date(minutesStart + (c * 101 + k * 997) * 60_000).toISOString(), 'sdk', { n: k }))
+    events.push(event(`priced-${c}`, new Date(minutesStart + c * 101 * 60_000 + 30_000).toISOString(), 'web', { n: 1 }))
   }
   // A: 111 tokens from each of three sources on 3 April (333 × 0.002 = 0.666: 67 cents in thirds), calls on several days.
   for (const [source, model] of [['sdk', 'small'], ['=cmd', 'with\nnewline'], ['a,"b"', '-x']]) {
@@ -169,9 +170,10 @@ describe('the analytics export written by ClickHouse equals the JavaScript rows 
   it('MINUTE windows over 120 customers: several batches of customers', async () => {
     const start = new Date(minutesStart)
     const end = new Date(start.getTime() + 5000 * 60_000)
-    // Each customer's events within the 5,000 minutes (the priced customers' 15 all are), one row per meter each (50 customers a batch).
+    // Each customer's minutes with events within the 5,000 minutes (the priced customers' 15 all are, their web calls
+    // sharing a minute with sdk), one row per meter each (50 customers a batch); by source, the priced web calls' 5 more.
     const within = Array.from({ length: MANY }, (_, c) => [0, 1, 2].filter((k) => c * 37 + k * 1013 < 5000).length).reduce((a, b) => a + b, 0) + (PRICED * (PRICED + 1)) / 2
-    await same(request({ features: ['calls', 'tokens'], start, end, windowSize: 'MINUTE', groupBy: ['source'] }), within * 2)
+    await same(request({ features: ['calls', 'tokens'], start, end, windowSize: 'MINUTE', groupBy: ['source'] }), (within + PRICED) * 2)
     // COUNT alone: whole numbers, summed as UInt64.
     await same(request({ features: ['calls'], start, end, windowSize: 'MINUTE' }), within)
   })
@@ -187,7 +189,16 @@ describe('the analytics export written by ClickHouse equals the JavaScript rows 
       // window_start, customer_id, external_customer_id, …, cost, currency
       if (cells[2].startsWith('priced-')) cost.set(cells[2], (cost.get(cells[2]) ?? 0) + Math.round(Number(cells.at(-2)) * 100))
     }
-    expect(Object.fromEntries(cost)).toEqual(Object.fromEntries(Array.from({ length: PRICED }, (_, c) => [`priced-${c}`, (c + 1) * 10])))
+    expect(Object.fromEntries(cost)).toEqual(Object.fromEntries(Array.from({ length: PRICED }, (_, c) => [`priced-${c}`, (c + 2) * 10])))
+  })
+
+  it('the same filtered on a source (the JavaScript rows): each row its share of its customer’s minute, in every batch', async () => {
+    const start = new Date(minutesStart)
+    const r = request({ features: ['calls'], start, end: new Date(start.getTime() + 5000 * 60_000), windowSize: 'MINUTE', sources: ['web'] })
+    const rows = (await written(r, 'ts')).split('\r\n').slice(1, -1).map((line) => line.split(','))
+    // Each priced customer's one web call shares its minute with one sdk call: 0.20, half of it the web row's.
+    const priced = rows.filter((cells) => cells[2].startsWith('priced-')).map((cells) => [cells[0], cells[2], cells.at(-2)])
+    expect(priced).toEqual(Array.from({ length: PRICED }, (_, c) => [new Date(minutesStart + c * 101 * 60_000).toISOString(), `priced-${c}`, '0.1']))
   })
 
   it('MONTH windows from a billing anchor, and WEEK windows in a time zone', async () => {

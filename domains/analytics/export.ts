@@ -142,11 +142,9 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
   const metadataOf = (c: CustomerRow | null) => metadata.map((k) => (c?.metadata as Record<string, string> | null)?.[k] ?? null)
   const cells = (values: CsvValue[]) => values.map((v) => csvCell(v)).join(',')
   /** ClickHouse writes the rows: the cells it does not compute are written here once per meter and customer. */
-  /** The costs of a batch's priced customers, read and priced now (none priced: nothing to read). */
-  const batchCosts = (resolved: Resolved, plan: CostPlan, priced: ReadonlySet<string>, batch: string[]): Promise<Costs> => {
-    const own = batch.filter((id) => priced.has(id))
-    return own.length === 0 ? Promise.resolve({ currency: plan.currency, meters: new Map() }) : customerCostsOf(deps, actor, r, resolved, plan, own)
-  }
+  /** The costs of a batch's priced customers (`own`), read and priced now (none priced: nothing to read). */
+  const batchCosts = (resolved: Resolved, plan: CostPlan, own: string[]): Promise<Costs> =>
+    own.length === 0 ? Promise.resolve({ currency: plan.currency, meters: new Map() }) : customerCostsOf(deps, actor, r, resolved, plan, own)
   async function* sqlPieces(resolved: Resolved, plan: CostPlan, pricedIds: ReadonlySet<string>, signal: AbortSignal): AsyncGenerator<CsvPiece> {
     const currency = plan.currency ?? ''
     const meters = new Map(resolved.meters.map((m) => [m.id, resolved.features.filter((f) => f.meter_id === m.id).map((f) => cells([m.id, m.name, f.id, f.name]))]))
@@ -160,7 +158,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
       )
       let priced: BreakdownCsvCells['costs']
       if (currency) {
-        const costs = await batchCosts(resolved, plan, pricedIds, batch)
+        const costs = await batchCosts(resolved, plan, batch.filter((id) => pricedIds.has(id)))
         // allocateByUsage's units: the window's cost rounded to the minor unit, in minor units.
         const scale = new D(10).pow(minorUnits(currency))
         const windows = new Map<string, Map<string, string[]>>()
@@ -190,8 +188,9 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
   async function* tsRows(resolved: Resolved, plan: CostPlan, pricedIds: ReadonlySet<string>, signal: AbortSignal): AsyncGenerator<CsvValue[]> {
     const currency = plan.currency ?? ''
     let costs: Costs = { currency: plan.currency, meters: new Map() }
-    // Filtered rows cost their share of the customer's usage (kept per customer and window: grows with customers).
-    const unfiltered = isFiltered(r) && currency ? await unfilteredUsage(deps, resolved.query, true) : undefined
+    // Filtered rows cost their share of the customer's usage: read a batch at a time for its priced customers, so it
+    // is held for as many windows as their costs are (the whole environment's at once took GBs).
+    let unfiltered: Map<string, Decimal[]> | undefined
     const windows = windowsOf(r)
     const windowOf = new Map(windows.map((w, i) => [w.windowStart.getTime(), i]))
     const meters = new Map(resolved.meters.map((m) => [m.id, m]))
@@ -259,7 +258,11 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
     }
     for (const batch of await customerBatches(deps, resolved, windows.length, pricedIds)) {
       batchRecords = await customerRecords(deps, actor, batch)
-      if (currency) costs = await batchCosts(resolved, plan, pricedIds, batch)
+      if (currency) {
+        const own = batch.filter((id) => pricedIds.has(id))
+        costs = await batchCosts(resolved, plan, own)
+        unfiltered = isFiltered(r) && own.length > 0 ? await unfilteredUsage(deps, { ...resolved.query, externalCustomerIds: own }, true) : undefined
+      }
       let current: BreakdownRow[] = []
       const stream = streamBreakdown(deps.ch, { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })
       for await (const row of stream) {
