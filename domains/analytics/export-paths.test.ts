@@ -190,6 +190,14 @@ describe('the analytics export written by ClickHouse equals the JavaScript rows 
       if (cells[2].startsWith('priced-')) cost.set(cells[2], (cost.get(cells[2]) ?? 0) + Math.round(Number(cells.at(-2)) * 100))
     }
     expect(Object.fromEntries(cost)).toEqual(Object.fromEntries(Array.from({ length: PRICED }, (_, c) => [`priced-${c}`, (c + 2) * 10])))
+    // The analytics answer over the whole environment prices its units a batch at a time too (A's 5,000 windows and
+    // these 25,000): 2 + 3 + 4 + 5 + 6 calls at 0.10, each in its minute.
+    const res = await h.http('POST', '/v1/events/analytics', { body: { start_time: start.toISOString(), end_time: end.toISOString(), feature_ids: [features.calls], window_size: 'MINUTE' } })
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    expect(res.body.total_cost).toBe('2')
+    const points = (res.body.items as { points: { timestamp: string; cost: string }[] }[]).flatMap((i) => i.points).filter((p) => p.cost !== '0')
+    expect(points.filter((p) => p.timestamp === new Date(minutesStart + 4 * 101 * 60_000).toISOString()).map((p) => p.cost)).toEqual(['0.2'])
+    expect(points.reduce((a, p) => a + Math.round(Number(p.cost) * 100), 0)).toBe(200)
   })
 
   it('the same filtered on a source (the JavaScript rows): each row its share of its customer’s minute, in every batch', async () => {

@@ -17,7 +17,7 @@ import { usageReconciliation } from '../invoicing/reconciliation/service.ts'
 import { breakdownCsv, MAX_MULTIPLIER_PLACES, SQL_AGGREGATIONS, type BreakdownCsvCells } from '../usage/analytics/breakdown-csv.ts'
 import { customersWithUsage, streamBreakdown, type BreakdownRow } from '../usage/analytics/store.ts'
 import type { Meter } from '../catalog/meters/service.ts'
-import { pricedCustomers, type CostPlan, type Costs } from './costs.ts'
+import { pricedCustomers, PRICED_WINDOWS_A_BATCH, type CostPlan, type Costs } from './costs.ts'
 import { breakdownKeys, costPlanOf, customerCostsOf, isFiltered, resolveRequest, splitByUsage, unfilteredUsage, windowsOf, type AnalyticsRequest, type Resolved } from './service.ts'
 
 /** Column sets an export may add to its columns. */
@@ -84,15 +84,9 @@ function columnsOf(keys: string[], metadata: string[], reconciliation: boolean):
 const BATCH_ROWS = 250_000
 const BATCH_CUSTOMERS = 10_000
 /**
- * Windows of priced customers a batch holds at most: their costs are computed before the batch's rows, ~1.3–1.9 KB of
- * memory a window while pricing (100 customers × 5,000 windows in one piece: +655–945 MB), and written into its statement.
- */
-const BATCH_PRICED_WINDOWS = 20_000
-
-/**
  * The customers of each statement, in order: the request's, or the environment's with usage (customersWithUsage), so
  * that an export of any size holds about BATCH_ROWS groups in ClickHouse (10M groups: 1.2 GB) and the costs of about
- * BATCH_PRICED_WINDOWS windows here, not all of them.
+ * PRICED_WINDOWS_A_BATCH windows here (their costs are written into the statement), not all of them.
  */
 async function customerBatches(deps: Deps, resolved: Resolved, windows: number, priced: ReadonlySet<string>): Promise<string[][]> {
   const all = resolved.query.externalCustomerIds ?? (await customersWithUsage(deps.ch, resolved.query))
@@ -102,7 +96,7 @@ async function customerBatches(deps: Deps, resolved: Resolved, windows: number, 
   for (const id of all) {
     const more = priced.has(id) ? windows : 0
     // A request naming its customers stays one statement unless their costs would not fit (its rows' order is the statement's).
-    const full = resolved.query.externalCustomerIds ? pricedWindows + more > BATCH_PRICED_WINDOWS : (batch.length + 1) * windows > BATCH_ROWS || batch.length === BATCH_CUSTOMERS || pricedWindows + more > BATCH_PRICED_WINDOWS
+    const full = resolved.query.externalCustomerIds ? pricedWindows + more > PRICED_WINDOWS_A_BATCH : (batch.length + 1) * windows > BATCH_ROWS || batch.length === BATCH_CUSTOMERS || pricedWindows + more > PRICED_WINDOWS_A_BATCH
     if (batch.length > 0 && full) {
       batches.push(batch)
       batch = []
@@ -163,7 +157,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
         const scale = new D(10).pow(minorUnits(currency))
         const windows = new Map<string, Map<string, string[]>>()
         for (const [meterId, cost] of costs.meters) {
-          const own = new Map(batch.flatMap((id) => (cost.customers.has(id) ? [[id, cost.customers.get(id)!.map((v) => roundMoney(v, currency).times(scale).toFixed(0))] as const] : [])))
+          const own = new Map(batch.flatMap((id) => (cost.customers?.has(id) ? [[id, cost.customers.get(id)!.map((v) => roundMoney(v, currency).times(scale).toFixed(0))] as const] : [])))
           if (own.size > 0) windows.set(meterId, own)
         }
         priced = { places: minorUnits(currency), windows }
@@ -216,7 +210,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
       const meter = meters.get(rows[0].meterId)!
       const externalId = rows[0].externalCustomerId!
       const c = await customer(externalId)
-      const perWindow = costs.meters.get(meter.id)?.customers.get(externalId)
+      const perWindow = costs.meters.get(meter.id)?.customers?.get(externalId)
       const cost = new Map<BreakdownRow, Decimal>()
       if (perWindow && currency) {
         const byWindow = new Map<number, BreakdownRow[]>()

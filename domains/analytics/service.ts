@@ -287,7 +287,7 @@ export const costPlanOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Res
 
 /** The cost of the plan's charges of `customers` (external ids). */
 export const customerCostsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved, plan: CostPlan, customers: readonly string[]): Promise<Costs> =>
-  planCosts(deps, actor, costQuery(r, x), planOf(plan, new Set(customers)))
+  planCosts(deps, actor, costQuery(r, x), planOf(plan, new Set(customers)), { perCustomer: true })
 
 /**
  * The customer's usage per meter and window from a page of its unfiltered breakdown, when the page holds every
