@@ -1,5 +1,6 @@
 // Starts the roles of the program in this process: `start` runs them all on embedded defaults,
 // each role also runs alone for deployments that scale out.
+import { setFlagsFromString } from 'node:v8'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from './core/config.ts'
@@ -36,6 +37,8 @@ export async function startRoles(
   roles: readonly RoleName[],
   options: { logger?: Logger; clock?: Clock } = {},
 ): Promise<Running> {
+  // A flag NODE_OPTIONS refuses, so set here: less memory for more CPU (docs/operations.md, "Memory").
+  if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`)
   const deps = await openDeps(config, options)
   const stops: (() => Promise<void>)[] = []
   try {

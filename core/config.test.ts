@@ -48,6 +48,7 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
     [{ BOOTSTRAP_API_KEY: 'short' }, 'BOOTSTRAP_API_KEY must be at least 32 characters'],
     [{ DEDUP_WINDOW_DAYS: '7' }, 'DEDUP_WINDOW_DAYS must be between 35'],
+    [{ V8_HEAP_GROWING_PERCENT: '50%' }, 'V8_HEAP_GROWING_PERCENT must be a whole number'],
     [{ WEBHOOK_RETRY_ENABLED: 'maybe' }, 'WEBHOOK_RETRY_ENABLED must be true or false'],
     [{ WEBHOOK_RATE_LIMIT: '0' }, 'WEBHOOK_RATE_LIMIT must be between 1 and 10000'],
     [{ WEBHOOK_MAX_ATTEMPTS: 'five' }, 'WEBHOOK_MAX_ATTEMPTS must be a whole number'],

@@ -43,6 +43,11 @@ export interface Config {
   invoicing: { graceMs: number; invoiceNumberTemplate: string; creditNoteNumberTemplate: string }
   /** Outbound webhooks: one request's time limit, the first retry's delay (doubling after), and the retry job's settings. */
   webhooks: { timeoutMs: number; backoffMs: number; retry: WebhookRetry }
+  /**
+   * V8's old generation may grow by this percent over the live heap before a full collection; 0 (the default): V8's
+   * own policy, up to 4× on a large machine. Set once at start (roles.ts).
+   */
+  heapGrowingPercent: number
   /** 32-byte key (hex) that seals stored secrets (provider credentials, webhook signing secrets); absent: one generated into DATA_DIR. */
   secretsKey?: string
   /** An OpenAI-compatible chat API that POST /v1/ai/pricing/parse may ask; absent: the rules parser alone. */
@@ -227,6 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 1000, 1, 1_000_000),
     maxEventFutureMs: int(env, 'EVENT_MAX_FUTURE_SECONDS', 300, 0, 31 * 86400) * 1000,
     dedupWindowDays: int(env, 'DEDUP_WINDOW_DAYS', 35, MIN_DEDUP_WINDOW_DAYS, 3650),
+    heapGrowingPercent: int(env, 'V8_HEAP_GROWING_PERCENT', 0, 0, 1000),
     batch: {
       maxRows: int(env, 'BATCH_MAX_ROWS', 10_000, 1, 1_000_000),
       maxBytes: int(env, 'BATCH_MAX_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
