@@ -31,8 +31,13 @@ export function parseDecimal(s: string): Decimal {
   return new D(s)
 }
 
+/** Texts parseNonNegative accepted, parsed: analytics prices the same few prices at every window end (Decimals are immutable, so one is shared). */
+const nonNegative = new Map<string, Decimal>()
+
 /** parseDecimal for a price or quantity that cannot be negative; the RangeError names the field. */
 export function parseNonNegative(s: string, field: string): Decimal {
+  const known = nonNegative.get(s)
+  if (known) return known
   let d: Decimal
   try {
     d = parseDecimal(s)
@@ -40,6 +45,9 @@ export function parseNonNegative(s: string, field: string): Decimal {
     throw new RangeError(`${field}: not a plain decimal number: ${JSON.stringify(s)}`)
   }
   if (d.lt(0)) throw new RangeError(`${field}: must not be negative, got ${s}`)
+  // Bounded: prices are few, but quantities parsed here may not be.
+  if (nonNegative.size >= 10_000) nonNegative.clear()
+  nonNegative.set(s, d)
   return d
 }
 

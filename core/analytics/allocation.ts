@@ -167,17 +167,20 @@ export function periodCosts(
   const commitments = pricing.commitment ? [{ commitment: pricing.commitment, line_indexes: lines.map((_, k) => k), display_name: 'true-up' }] : []
   const same = (i: number) => cumulative.every((c, k) => c[i].eq(c[i - 1]) && (resetUsage[k]?.every((w) => w[i].eq(w[i - 1])) ?? true))
   /** Each line's amount, commitment utilized and overage at instant i: what computeInvoice bills each line (its commitLines). */
+  // Without a commitment a line's utilized and overage amounts are 0: only its amount is followed.
+  const values = pricing.commitment ? 3 : 1
   const at = (i: number): Decimal[][] =>
     commitLines({
       currency: pricing.currency,
-      lines: lines.map((l, k) => ({ ...l, quantity: new D(cumulative[k][i]), ...(resetUsage[k] && { usage_windows: resetUsage[k].map((w) => new D(w[i])) }) })),
+      // Decimals are immutable: the usage is passed as it is, not copied.
+      lines: lines.map((l, k) => ({ ...l, quantity: cumulative[k][i], ...(resetUsage[k] && { usage_windows: resetUsage[k].map((w) => w[i]) }) })),
       commitments,
     })
       .slice(0, lines.length)
-      .map((l) => [l.amount, l.commitment_info?.computed_commitment_utilized_amount ?? ZERO, l.commitment_info?.computed_overage_amount ?? ZERO])
+      .map((l) => (values === 1 ? [l.amount] : [l.amount, l.commitment_info?.computed_commitment_utilized_amount ?? ZERO, l.commitment_info?.computed_overage_amount ?? ZERO]))
   // [value][line][window], each window's value at its end minus at its start (nothing before a fresh line). An instant
   // whose usage is the one before's is priced as it: a window without usage costs nothing without pricing it again.
-  const windows: Decimal[][][] = [0, 1, 2].map(() => lines.map(() => []))
+  const windows: Decimal[][][] = Array.from({ length: values }, () => lines.map(() => []))
   let before = instants > 0 ? at(0) : []
   for (let i = 1; i < instants; i++) {
     const end = same(i) ? before : at(i)
