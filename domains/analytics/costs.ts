@@ -8,6 +8,7 @@
 import { cumulativeUsage, periodCosts } from '../../core/analytics/allocation.ts'
 import { billingPoints, pointCharges, type BillingPoint, type Charge } from '../../core/billing/cycle.ts'
 import { validationError } from '../../core/errors.ts'
+import { runs } from '../../core/runs.ts'
 import { D, ZERO, type Decimal } from '../../core/money.ts'
 import type { UsageWindow, WindowSize } from '../../core/periods.ts'
 import type { PriceInput } from '../../core/pricing/index.ts'
@@ -285,23 +286,8 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
 export const PRICED_WINDOWS_A_BATCH = 20_000
 
 /** The units in order, cut into runs of at most PRICED_WINDOWS_A_BATCH windows of charges (one unit at least). */
-function unitBatches(units: PeriodUnit[]): PeriodUnit[][] {
-  const batches: PeriodUnit[][] = []
-  let batch: PeriodUnit[] = []
-  let size = 0
-  for (const unit of units) {
-    const more = (unit.instants.length - 1) * unit.charges.length
-    if (batch.length > 0 && size + more > PRICED_WINDOWS_A_BATCH) {
-      batches.push(batch)
-      batch = []
-      size = 0
-    }
-    batch.push(unit)
-    size += more
-  }
-  if (batch.length > 0) batches.push(batch)
-  return batches
-}
+const unitBatches = (units: PeriodUnit[]): PeriodUnit[][] =>
+  runs(units, (unit) => (unit.instants.length - 1) * unit.charges.length, (_, windows) => windows <= PRICED_WINDOWS_A_BATCH)
 
 /**
  * The cost of a plan's charges (reading their usage), per meter and window, and per customer too with `perCustomer`.

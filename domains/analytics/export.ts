@@ -9,6 +9,7 @@
 // range: the numbers of the usage reconciliation report (invoicing's usageReconciliation, one call per customer).
 import { csvCell, csvPieces, type CsvColumn, type CsvPiece, type CsvValue } from '../../core/csv.ts'
 import { AppError } from '../../core/errors.ts'
+import { runs } from '../../core/runs.ts'
 import { D, minorUnits, roundMoney, type Decimal } from '../../core/money.ts'
 import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
@@ -90,23 +91,11 @@ const BATCH_CUSTOMERS = 10_000
  */
 async function customerBatches(deps: Deps, resolved: Resolved, windows: number, priced: ReadonlySet<string>): Promise<string[][]> {
   const all = resolved.query.externalCustomerIds ?? (await customersWithUsage(deps.ch, resolved.query))
-  const batches: string[][] = []
-  let batch: string[] = []
-  let pricedWindows = 0
-  for (const id of all) {
-    const more = priced.has(id) ? windows : 0
-    // A request naming its customers stays one statement unless their costs would not fit (its rows' order is the statement's).
-    const full = resolved.query.externalCustomerIds ? pricedWindows + more > PRICED_WINDOWS_A_BATCH : (batch.length + 1) * windows > BATCH_ROWS || batch.length === BATCH_CUSTOMERS || pricedWindows + more > PRICED_WINDOWS_A_BATCH
-    if (batch.length > 0 && full) {
-      batches.push(batch)
-      batch = []
-      pricedWindows = 0
-    }
-    batch.push(id)
-    pricedWindows += more
-  }
-  if (batch.length > 0) batches.push(batch)
-  return batches
+  // A request naming its customers stays one statement unless their costs would not fit (its rows' order is the statement's).
+  const fits = resolved.query.externalCustomerIds
+    ? (_: number, pricedWindows: number) => pricedWindows <= PRICED_WINDOWS_A_BATCH
+    : (count: number, pricedWindows: number) => count * windows <= BATCH_ROWS && count <= BATCH_CUSTOMERS && pricedWindows <= PRICED_WINDOWS_A_BATCH
+  return runs(all, (id) => (priced.has(id) ? windows : 0), fits)
 }
 
 /** The records of customers named by external id, 1,000 a query; a customer without one is left out. */
