@@ -7,6 +7,7 @@
 // before the range is used up): for a closed period read whole, the windows add up to the invoice line's amount.
 import { cumulativeUsage, periodCosts } from '../../core/analytics/allocation.ts'
 import { billingPoints, pointCharges, type BillingPoint, type Charge } from '../../core/billing/cycle.ts'
+import { timeSlicer } from '../../core/concurrency.ts'
 import { validationError } from '../../core/errors.ts'
 import { runs } from '../../core/runs.ts'
 import { D, ZERO, type Decimal } from '../../core/money.ts'
@@ -302,11 +303,14 @@ export async function planCosts(deps: Deps, scope: Scope, q: CostQuery, { window
   }
   const committed = new Set<string>()
   const listed = new Set<string>()
+  // Pricing is pure work (~20 µs a window): between units the process's other requests (intake) get the thread.
+  const pause = timeSlicer()
   for (const batch of unitBatches(units)) {
     await readUsage(deps, scope, q, batch, windows)
     for (const unit of batch) {
       priceUnit(unit)
       for (const c of unit.charges) for (const span of c.spans) span.cumulative = undefined
+      await pause()
     }
   }
   // Commitment figures describe one subscription's period; across several they would add unlike things.
