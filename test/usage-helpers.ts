@@ -31,12 +31,16 @@ export async function send(h: Harness, events: TestEvent[], defaults: { customer
   expect(await eventLogOf(h.running.deps)?.settled(30_000)).not.toBe(false)
 }
 
-/** Creates a meter and waits until its backfill made it queryable. */
+/**
+ * Creates a meter and waits until its backfill made it queryable: up to 60 s, since on the server path the test
+ * ClickHouse (one chDB behind the shim) runs the statements of every server-path file at once, and a backfill once
+ * took more than 20 s there in CI.
+ */
 export async function readyMeter(h: Harness, body: Record<string, unknown>): Promise<string> {
   const created = await h.http('POST', '/v1/meters', { body })
   expect(created.status, JSON.stringify(created.body)).toBe(201)
   const id = created.body.id as string
-  for (let i = 0; i < 200; i++) {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
     const m = await h.http('GET', `/v1/meters/${id}`)
     if (m.body.ready_revision === m.body.revision) return id
     await new Promise((r) => setTimeout(r, 100))

@@ -165,5 +165,6 @@ describe('raw-events export', () => {
     // No key: a usage error (exit code 2).
     const keyless = await run(['--raw', '--from', RANGE.start_time, '--to', RANGE.end_time, '--url', h.baseUrl], { METERBILL_API_KEY: '' }).catch((err: { code: number }) => err)
     expect(keyless).toMatchObject({ code: 2 })
-  })
+    // Seven CLI processes and a meter's backfill: on CI's loaded server path, longer than the 60-s default.
+  }, 120_000)
 })
