@@ -280,7 +280,7 @@ export async function usageCosts(deps: Deps, scope: Scope, q: CostQuery): Promis
 }
 
 /**
- * Windows of charges (a charge's instants) whose usage is read and priced together at most: pricing keeps ~1.3–1.9 KB
+ * Windows of charges (each charge's windows in the range) whose usage is read and priced together at most: pricing keeps ~1.3–1.9 KB
  * a window while it runs, so a range of many customers and windows is priced a part at a time (400 customers × 1,000
  * MINUTE windows in one piece: +548 MB peak RSS; the whole environment at its 5,000 windows would not fit a heap).
  */

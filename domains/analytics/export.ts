@@ -124,10 +124,10 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
   const columns = columnsOf(keys, metadata, reconciliation)
   const metadataOf = (c: CustomerRow | null) => metadata.map((k) => (c?.metadata as Record<string, string> | null)?.[k] ?? null)
   const cells = (values: CsvValue[]) => values.map((v) => csvCell(v)).join(',')
-  /** ClickHouse writes the rows: the cells it does not compute are written here once per meter and customer. */
   /** The costs of a batch's priced customers (`own`), read and priced now (none priced: nothing to read). */
   const batchCosts = (resolved: Resolved, plan: CostPlan, own: string[]): Promise<Costs> =>
     own.length === 0 ? Promise.resolve({ currency: plan.currency, meters: new Map() }) : customerCostsOf(deps, actor, r, resolved, plan, own)
+  /** ClickHouse writes the rows: the cells it does not compute are written here once per meter and customer. */
   async function* sqlPieces(resolved: Resolved, plan: CostPlan, pricedIds: ReadonlySet<string>, signal: AbortSignal): AsyncGenerator<CsvPiece> {
     const currency = plan.currency ?? ''
     const meters = new Map(resolved.meters.map((m) => [m.id, resolved.features.filter((f) => f.meter_id === m.id).map((f) => cells([m.id, m.name, f.id, f.name]))]))
