@@ -45,7 +45,7 @@ export function parseNonNegative(s: string, field: string): Decimal {
     throw new RangeError(`${field}: not a plain decimal number: ${JSON.stringify(s)}`)
   }
   if (d.lt(0)) throw new RangeError(`${field}: must not be negative, got ${s}`)
-  // Bounded: prices are few, but quantities parsed here may not be.
+  // Bounded: plans hold few prices, but price texts also arrive in requests (price-rules validation).
   if (nonNegative.size >= 10_000) nonNegative.clear()
   nonNegative.set(s, d)
   return d
