@@ -15,12 +15,15 @@ import type { Commitment } from '../billing/commitment.ts'
 import type { AggregationType } from '../meters.ts'
 import type { PriceInput } from '../pricing/index.ts'
 
-/** Enough digits for products of 38-digit usages with amounts in minor units: the remainders are exact. */
-const X = D.clone({ precision: 200, rounding: D.ROUND_DOWN })
+/** A non-negative decimal as a whole number of 10^-scale (exact when scale is at least its decimal places). */
+const scaled = (d: Decimal, scale: number): bigint => BigInt(d.toFixed(scale).replace('.', ''))
+const compare = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0)
 
 /**
  * Splits `total` over groups in proportion to their non-negative `usages` (largest remainder, see above). With no
- * usage at all the groups share equally. A negative total is split as its opposite and negated.
+ * usage at all the groups share equally. A negative total is split as its opposite and negated. In whole numbers
+ * (BigInt: usages scaled to their most decimal places, the total in minor units), so every remainder is exact;
+ * analytics splits every window's cost over its groups, and decimal.js at 200 digits took ~27 µs a window.
  */
 export function allocateByUsage(total: Decimal, usages: readonly Decimal[], currency: string): Decimal[] {
   const places = minorUnits(currency)
@@ -30,28 +33,30 @@ export function allocateByUsage(total: Decimal, usages: readonly Decimal[], curr
     return []
   }
   for (const u of usages) if (!u.isFinite() || u.isNeg()) throw new RangeError(`allocateByUsage: usage must be a non-negative number, got ${u.toString()}`)
-  const sign = rounded.isNeg() ? -1 : 1
-  const units = new X(rounded.abs()).times(new X(10).pow(places)) // whole minor units
-  const weights = usages.map((u) => new X(u))
-  const none = weights.every((w) => w.isZero())
-  const w = none ? weights.map(() => new X(1)) : weights
-  const sum = w.reduce((a, b) => a.plus(b), new X(0))
+  if (rounded.isZero()) return usages.map(() => new D(0))
+  const units = scaled(rounded.abs(), places)
+  const scale = Math.max(...usages.map((u) => u.decimalPlaces()))
+  const weights = usages.map((u) => scaled(u, scale))
+  const w = weights.every((x) => x === 0n) ? weights.map(() => 1n) : weights
+  const sum = w.reduce((a, b) => a + b, 0n)
   const shares = w.map((wi, i) => {
-    const numerator = units.times(wi)
-    const floor = numerator.divToInt(sum)
-    return { i, floor, remainder: numerator.minus(floor.times(sum)), usage: wi }
+    const numerator = units * wi
+    const floor = numerator / sum
+    return { i, floor, remainder: numerator - floor * sum, usage: wi }
   })
-  let left = units.minus(shares.reduce((a, s) => a.plus(s.floor), new X(0))).toNumber()
-  const order = [...shares].sort((a, b) => b.remainder.comparedTo(a.remainder) || b.usage.comparedTo(a.usage) || a.i - b.i)
+  let left = units - shares.reduce((a, s) => a + s.floor, 0n)
+  const order = [...shares].sort((a, b) => compare(b.remainder, a.remainder) || compare(b.usage, a.usage) || a.i - b.i)
   const parts = shares.map((s) => s.floor)
   for (const s of order) {
-    if (left <= 0) break
-    parts[s.i] = parts[s.i].plus(1)
+    if (left <= 0n) break
+    parts[s.i] += 1n
     left--
   }
   return parts.map((p) => {
-    const amount = new D(p.dividedBy(new X(10).pow(places)).toFixed(places)).times(sign)
-    return amount.isZero() ? new D(0) : amount
+    if (p === 0n) return new D(0)
+    const digits = p.toString().padStart(places + 1, '0')
+    const amount = new D(places === 0 ? digits : `${digits.slice(0, -places)}.${digits.slice(-places)}`)
+    return rounded.isNeg() ? amount.neg() : amount
   })
 }
 
