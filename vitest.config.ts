@@ -10,7 +10,7 @@ const SERVER_PATH = [
   'aggregator/insert-batch.test.ts',
   'aggregator/stored-rows.test.ts',
   'aggregator/breakdown-backfill.test.ts',
-  'aggregator/dedup-filter-stop.test.ts',
+  'aggregator/dedup-filter-server.test.ts',
   'ingest/ingest.test.ts',
   'domains/usage/queries/usage.test.ts',
   'domains/invoicing/invoices/usage-analytics.test.ts',

@@ -7,12 +7,12 @@
 // A miss must mean "not stored": every id of event_ids must reach the Set through the fill or through the view. An
 // insert that began before the view existed may not go through it, so the fill starts only after every such insert
 // has ended: on chDB (one process holds the data) the inserts this process had started; on a server, where other
-// processes insert too, after REQUEST_TIMEOUT_MS more, the longest one of this program's statements runs.
+// processes insert too, every insert into event_batches the server lists as begun before the view (system.processes).
 // Without a generation this process may trust (none filled, one not yet topped up, its table gone), lookups are the
 // full lookup of event_ids, so correctness never depends on the filter.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { planGenerations, topUpFrom, type GenerationPlan } from '../core/dedup-generations.ts'
-import { REQUEST_TIMEOUT_MS, type ClickHouse } from '../infra/clickhouse.ts'
+import type { ClickHouse } from '../infra/clickhouse.ts'
 import { chDateTime, fromChDateTime } from '../infra/ch-literals.ts'
 import type { Scope } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
@@ -20,6 +20,8 @@ import { storedRows, type KeyLookup } from './store.ts'
 
 /** How long a process keeps the generations it read before reading them again. */
 const CACHE_MS = 10_000
+/** How often a fill on a server asks whether the inserts begun before its view have ended. */
+const INSERTS_POLL_MS = 500
 /** Ids a fill statement hashes at most (about): a long fill logs its progress, and a server statement stays within its timeout. */
 const FILL_SLICE_IDS = 20_000_000
 
@@ -62,7 +64,7 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
   let state: State | undefined
   let reading: Promise<State> | undefined
   let task: Promise<void> | undefined
-  /** Aborted by stop(): maintenance ends, the fill's wait for other processes' inserts (65 s on a server) at once. */
+  /** Aborted by stop(): maintenance ends, the fill's wait for other processes' inserts (on a server) at once. */
   const stopped = new AbortController()
   /** After a failure, maintenance waits this long rather than trying again at every batch. */
   let retryAt = 0
@@ -98,6 +100,26 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
     }
   }
 
+  /**
+   * On a server: resolves once no insert into event_batches that the server began before now is running. An insert's
+   * views are fixed when it begins, so those begun after a view exists go through it; the server's own clock and
+   * list decide, whatever the inserts' durations and whichever processes sent them.
+   */
+  const insertsBegunBefore = async (): Promise<void> => {
+    const at = (await (await ch.reader.query({ query: 'SELECT toString(toUnixTimestamp64Micro(now64(6))) AS t', format: 'JSONEachRow' })).json<{ t: string }>())[0].t
+    for (;;) {
+      stopped.signal.throwIfAborted()
+      const rs = await ch.reader.query({
+        query: `SELECT count() AS n FROM system.processes
+          WHERE query_kind = 'Insert' AND current_database = currentDatabase() AND positionCaseInsensitive(query, 'event_batches') > 0
+            AND toUnixTimestamp64Micro(now64(6)) - toInt64(elapsed * 1000000) <= ${BigInt(at)}`,
+        format: 'JSONEachRow',
+      })
+      if (Number((await rs.json<{ n: string }>())[0].n) === 0) return
+      await sleep(INSERTS_POLL_MS, undefined, { signal: stopped.signal })
+    }
+  }
+
   const run = async (plan: GenerationPlan, filledAt: Date | undefined, inFlight: () => Promise<unknown>): Promise<void> => {
     if (plan.fill !== undefined) {
       const g = plan.fill
@@ -108,7 +130,7 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
           SELECT sipHash64(tenant_id, environment_id, id) AS h FROM event_batches WHERE kind = 'stored'`,
       })
       // Inserts begun before the view may not go through it: they end before the fill reads event_ids.
-      await Promise.all([inFlight().catch(() => {}), ch.kind === 'server' ? sleep(REQUEST_TIMEOUT_MS + 5000, undefined, { signal: stopped.signal }) : undefined])
+      await Promise.all([inFlight().catch(() => {}), ch.kind === 'server' ? insertsBegunBefore() : undefined])
       const at = deps.clock.now()
       await fill(g, at)
       await ch.client.insert({ table: 'event_id_seen_generations', values: [{ generation: g, filled_at: chDateTime(at) }], format: 'JSONEachRow' })

@@ -58,7 +58,7 @@ export interface ClickHouse {
 }
 
 /** How long the server client waits for an answer: the longest a statement of this process can run on a server. */
-export const REQUEST_TIMEOUT_MS = 60_000
+const REQUEST_TIMEOUT_MS = 60_000
 
 /** ClickHouse's CSV as RFC 4180 with ISO instants: CRLF line ends, `%f` as the column's 3 digits of milliseconds. */
 const CSV_SETTINGS = { output_format_csv_crlf_end_of_line: 1, formatdatetime_f_prints_scale_number_of_digits: 1 } as const

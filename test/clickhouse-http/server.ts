@@ -110,7 +110,9 @@ export async function startShim(dataDir = mkdtempSync(join(tmpdir(), 'meterbill-
       try {
         if (READ.test(statement)) await stream(conn.session, statement, bindings, format, res)
         else {
-          const result = await conn.session.queryBindAsync(statement, bindings, { format })
+          // chdb-node runs every statement with bindings one at a time, process-wide (its parameter chain): a server
+          // runs writes side by side, so a statement without any goes on its own (a slow insert does not hold a DDL up).
+          const result = Object.keys(bindings).length === 0 ? await conn.session.queryAsync(statement, { format }) : await conn.session.queryBindAsync(statement, bindings, { format })
           res.setHeader('X-ClickHouse-Summary', JSON.stringify({ read_rows: String(result.rowsRead), read_bytes: String(result.bytesRead), elapsed_ns: String(Math.round(result.elapsed * 1e9)) }))
           res.end(Buffer.from(result.bytes()))
         }
