@@ -52,3 +52,20 @@ describe.skipIf(process.env.CLICKHOUSE_URL)('bulk rows on chDB', () => {
     expect(readdirSync(io)).toEqual([])
   })
 })
+
+describe.skipIf(process.env.CLICKHOUSE_URL)('the reader on chDB', () => {
+  it('answers a read while another one runs, each of its sessions set up alike (database, 64-bit integers quoted)', async () => {
+    const order: string[] = []
+    const long = ch.reader
+      .query({ query: 'SELECT sleepEachRow(1) FROM numbers(2) SETTINGS max_block_size = 1', format: 'JSONEachRow' })
+      .then((rs) => rs.json())
+      .then(() => order.push('long'))
+    const short = ch.reader
+      .query({ query: 'SELECT currentDatabase() AS db, toUInt64(7) AS n', format: 'JSONEachRow' })
+      .then((rs) => rs.json())
+      .then((rows) => (order.push('short'), rows))
+    expect(await short).toEqual([{ db: ch.database, n: '7' }])
+    await long
+    expect(order).toEqual(['short', 'long'])
+  })
+})
