@@ -97,6 +97,9 @@ export function errorHandler(logger: Logger) {
       ctx.status = appErr.status
       ctx.body = withFlexpriceFields(appErr)
       if (appErr.retryAfter !== undefined) ctx.set('Retry-After', String(appErr.retryAfter))
+      // Refused before its body was read (a 413 answers at the limit): the rest of it is still coming on this
+      // connection, so it is closed after the answer; kept alive, a client's next request on it failed.
+      if (!ctx.req.complete) ctx.set('Connection', 'close')
     }
   }
 }

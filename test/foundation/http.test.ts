@@ -1,3 +1,4 @@
+import { Agent, request } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startHarness, type Harness } from '../harness.ts'
 
@@ -73,6 +74,22 @@ describe('HTTP conventions', () => {
     const tooLarge = await h.http('POST', '/v1/secrets/api/keys', { body: { name: 'x'.repeat(5000) } })
     expect(tooLarge.status).toBe(413)
     expect(tooLarge.body).toEqual(errorShape(413, 'validation_error'))
+
+    // Refused at the limit, the rest of a large body unread: the connection is closed after the answer, and a client
+    // keeping connections alive sends its next request on a new one.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    const raw = (body: string) =>
+      new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const req = request(`${h.baseUrl}/v1/secrets/api/keys`, { method: 'POST', agent, headers: { 'x-api-key': h.key, 'content-type': 'application/json' } }, (res) => {
+          res.resume()
+          res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }))
+        })
+        req.on('error', reject)
+        req.end(body)
+      })
+    expect(await raw(JSON.stringify({ name: 'x'.repeat(4 * 1024 * 1024) }))).toEqual({ status: 413, connection: 'close' })
+    expect((await raw(JSON.stringify({ name: 'after', colour: 'blue' }))).status).toBe(400)
+    agent.destroy()
 
     const unknownField = await h.http('POST', '/v1/secrets/api/keys', { body: { name: 'x', colour: 'blue' } })
     expect(unknownField.status).toBe(400)

@@ -16,7 +16,7 @@ afterAll(() => h?.stop())
 /** What the error handler answers when a request fails with the error `work` throws. */
 async function answer(work: () => Promise<unknown>): Promise<{ status: number; body: any; headers: Record<string, string> }> {
   const headers: Record<string, string> = {}
-  const ctx = { status: 404, body: undefined as unknown, state: { requestId: 'req-1' }, set: (k: string, v: string) => void (headers[k] = v) }
+  const ctx = { status: 404, body: undefined as unknown, state: { requestId: 'req-1' }, req: { complete: true }, set: (k: string, v: string) => void (headers[k] = v) }
   await errorHandler(h.running.deps.logger)(ctx as unknown as Context, async () => {
     await work()
   })
