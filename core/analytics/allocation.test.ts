@@ -49,6 +49,13 @@ describe('allocateByUsage: largest remainder in minor units', () => {
     parts.forEach((p, i) => expect(p.minus(total.times(usages[i]).div(all)).abs().lt('0.01')).toBe(true))
   })
 
+  it('splits over more groups than a function call takes arguments (500,000)', () => {
+    // 5,000.00 over 500,000 equal groups: 1 cent each, exactly.
+    const parts = allocateByUsage(new D('5000'), Array.from({ length: 500_000 }, () => new D('0.5')), 'USD')
+    expect(parts.length).toBe(500_000)
+    expect(parts.every((p) => p.toFixed() === '0.01')).toBe(true)
+  })
+
   it('refuses negative usage and a non-zero total without groups', () => {
     expect(() => allocateByUsage(new D(1), ds('1', '-1'), 'USD')).toThrow(RangeError)
     expect(() => allocateByUsage(new D(1), [], 'USD')).toThrow(RangeError)

@@ -35,7 +35,8 @@ export function allocateByUsage(total: Decimal, usages: readonly Decimal[], curr
   for (const u of usages) if (!u.isFinite() || u.isNeg()) throw new RangeError(`allocateByUsage: usage must be a non-negative number, got ${u.toString()}`)
   if (rounded.isZero()) return usages.map(() => new D(0))
   const units = scaled(rounded.abs(), places)
-  const scale = Math.max(...usages.map((u) => u.decimalPlaces()))
+  // A loop, not Math.max(...): a window may split over more groups than a call takes arguments.
+  const scale = usages.reduce((most, u) => Math.max(most, u.decimalPlaces()), 0)
   const weights = usages.map((u) => scaled(u, scale))
   const w = weights.every((x) => x === 0n) ? weights.map(() => 1n) : weights
   const sum = w.reduce((a, b) => a + b, 0n)
