@@ -1,5 +1,6 @@
 // (8) The load a newcomer tries first: `npm start` itself (every role in one process, embedded PGlite and chDB,
-// direct mode, default settings), 8 connections posting 500-event bulks, against the parse-and-validate ceiling
+// direct mode, default settings), 8 connections posting 500-event bulks (a burst, then the same load on as long again
+// and more: what it sustains), against the parse-and-validate ceiling
 // server (bench/intake-server.ts) under the same load in the same run. Then every accepted event is counted back
 // through the API: nothing lost, nothing twice.
 import { spawn } from 'node:child_process'
@@ -10,6 +11,9 @@ import { createInterface } from 'node:readline'
 import { blast, bulkBodies, fmt, intakeServer, report, type LoadResult } from './common.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+// After the burst, the same load goes on this long: what it is accepted at once the log's backlog has built up is what
+// the process sustains (the inserter's rate, intake beside it on the same cores).
+const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 30)
 const LOAD = { concurrency: 8, eventsPerRequest: 500 }
 
 /** `npm start` as a newcomer runs it: no engine variables, a fresh data directory. */
@@ -77,38 +81,50 @@ const dataDir = mkdtempSync(join(tmpdir(), 'meterbill-bench-npm-start-'))
 const started = new Date(Date.now() - 60_000)
 const service = await npmStart(dataDir)
 let run: LoadResult
+let steady: LoadResult
 let stored: number
 let warm: LoadResult
 let left: number
+let leftAfterSteady: number
 let insertRate: number
+let drainSeconds: number
 try {
   const t0 = performance.now()
   warm = await blast({ port: service.port, path: '/v1/events/bulk', key: service.key, body, ...LOAD, seconds: 1 })
   run = await blast({ port: service.port, path: '/v1/events/bulk', key: service.key, body, ...LOAD, seconds: SECONDS })
   left = await backlog(service.port)
+  steady = await blast({ port: service.port, path: '/v1/events/bulk', key: service.key, body, ...LOAD, seconds: STEADY_SECONDS })
+  leftAfterSteady = await backlog(service.port)
+  const loadEnd = performance.now()
+  // From the first request to the last acknowledged event stored (the log's backlog empty): the insert rate.
+  while ((await backlog(service.port)) > 0) await new Promise((r) => setTimeout(r, 100))
+  drainSeconds = (performance.now() - loadEnd) / 1000
+  insertRate = (warm.events + run.events + steady.events) / ((performance.now() - t0) / 1000)
   stored = await counted(service.port, service.key, started)
-  // From the first request to the last acknowledged event stored: the rate the log's inserter sustained.
-  insertRate = stored / ((performance.now() - t0) / 1000)
 } finally {
   process.kill(-service.child.pid!, 'SIGTERM')
   await new Promise((r) => service.child.once('exit', r))
   // The service may still be ending (npm exits first): retried until its files are gone.
   rmSync(dataDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 })
 }
-const accepted = warm.events + run.events
+const accepted = warm.events + run.events + steady.events
+// Stored during the steady phase: what was accepted in it less what the backlog grew by.
+const steadyInserted = (steady.events - (leftAfterSteady - left)) / steady.seconds
 const row = (name: string, r: LoadResult) =>
   `| ${name} | ${fmt(r.eventsPerSecond)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.eventsPerSecond / top.eventsPerSecond, 2)} | ${r.failed} |`
 report(`## 8. \`npm start\` under a newcomer's load
 
 \`npm start\` exactly as README.md runs it (all roles in one process, embedded engines, direct mode, default settings), ${LOAD.concurrency}
-connections posting ${LOAD.eventsPerRequest}-event bulks for ${SECONDS} s, against the parse-and-validate ceiling server under the same load in the same
-run. Accepted ${fmt(accepted)} events (warm-up included), counted back through \`POST /v1/events/usage\`: ${fmt(stored)}${stored === accepted ? ' (all, once)' : ' (MISMATCH)'}.
-At the end of the load ${fmt(left)} acknowledged events were still in the event log; from the first request until all were stored the
-inserter sustained ${fmt(insertRate)} events/s.
+connections posting ${LOAD.eventsPerRequest}-event bulks: a burst of ${SECONDS} s, then ${STEADY_SECONDS} s more of the same load (steady), against the
+parse-and-validate ceiling server under the burst's load in the same run. Accepted ${fmt(accepted)} events (warm-up included), counted back
+through \`POST /v1/events/usage\`: ${fmt(stored)}${stored === accepted ? ' (all, once)' : ' (MISMATCH)'}. The log's backlog (acknowledged, not yet
+stored) was ${fmt(left)} events after the burst and ${fmt(leftAfterSteady)} after the steady load, stored ${fmt(drainSeconds, 1)} s later; during the steady
+load the inserter stored ${fmt(steadyInserted)} events/s, and from the first request until all were stored ${fmt(insertRate)} events/s.
 Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString().slice(0, 16)}Z, load average ${loadavg().map((l) => l.toFixed(1)).join(', ')} at the end.
 
 | server | events/s accepted | p50 ms | p99 ms | ratio to ceiling | non-202 |
 | --- | ---: | ---: | ---: | ---: | ---: |
 ${row('ceiling', top)}
-${row('npm start', run)}`)
+${row('npm start, burst', run)}
+${row('npm start, steady', steady)}`)
 process.exit(stored === accepted ? 0 : 1)
