@@ -16,7 +16,9 @@ import { loadMarch } from './march-events.ts'
 
 const N = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000)
 const CUSTOMERS = 10
-const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 100)
+const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 1000)
+// Untimed first: the first requests of a process compile their code (JIT) and fill its caches.
+const WARM_UP = 20
 const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('analytics'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0', METRICS_PORT: 'off' }
 const running = await startRoles(loadConfig(env), ['api'])
 const { deps } = running
@@ -42,10 +44,10 @@ const request = (customer?: string): AnalyticsRequest => ({ start, end, external
 
 async function time(run: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
   const times: number[] = []
-  for (let i = 0; i < RUNS + 3; i++) {
+  for (let i = 0; i < RUNS + WARM_UP; i++) {
     const t = performance.now()
     await run()
-    if (i >= 3) times.push(performance.now() - t)
+    if (i >= WARM_UP) times.push(performance.now() - t)
   }
   times.sort((a, b) => a - b)
   return { p50: percentile(times, 50), p99: percentile(times, 99) }
@@ -70,7 +72,7 @@ ${fmt(N)} events over March 2024 for ${CUSTOMERS} customers in 3 sources (genera
 event_batches views, rollups then merged), one SUM meter with its feature, each customer subscribed to a plan pricing it at
 0.001 a token. \`usageAnalytics\` (POST /v1/events/analytics's service) with group_by [source] and window_size DAY: the
 breakdown read of 31 daily points per source and the cost of each customer's line per day (its usage before and in the
-range, priced per window by the invoice's line pricing), ${RUNS} runs after 3 warm-up runs, chDB in process. Same-run baselines: the
+range, priced per window by the invoice's line pricing), ${RUNS} runs after ${WARM_UP} warm-up runs, chDB in process. Same-run baselines: the
 breakdown read alone (no cost) and the usage query of the meter per day (\`meterUsage\`).
 
 | query | analytics p50 ms | analytics p99 ms | breakdown only p50 ms | breakdown only p99 ms | analytics ÷ breakdown (p50) | usage query p50 ms | total_cost |
