@@ -135,7 +135,8 @@ const aggLoadSeconds = await loadMarch(deps.ch, scope, {
   meterId: meter.id,
   events: AGG_ROWS,
   customers: AGG_CUSTOMERS,
-  sources: 0,
+  // One source for every event ('sdk-0'): the filtered export below matches them all.
+  sources: 1,
   spanMs: AGG_MINUTES * 60_000,
   eventName: 'agg.call',
   tables: ['meter_usage_1m', 'meter_usage_1h', 'meter_usage_1d', 'meter_usage_by_source_1h', 'meter_usage_by_source_env_1h'],
@@ -160,7 +161,12 @@ const pricedRuns: Run[] = []
 for (let i = 0; i < 2; i++) {
   pricedRuns.push(await viaHttp('/v1/events/analytics/export', { start_time: RANGE.start_time, end_time: aggEnd.toISOString(), feature_ids: [(feature as { id: string }).id], window_size: 'MINUTE', format: 'csv' }))
 }
-for (const r of pricedRuns) if (r.rows !== AGG_ROWS) throw new Error(`the priced export sent ${r.rows} rows of ${AGG_ROWS}`)
+// And filtered on the source: each priced row's cost is its share of its customer's unfiltered usage (read apart).
+const filteredRuns: Run[] = []
+for (let i = 0; i < 2; i++) {
+  filteredRuns.push(await viaHttp('/v1/events/analytics/export', { start_time: RANGE.start_time, end_time: aggEnd.toISOString(), feature_ids: [(feature as { id: string }).id], window_size: 'MINUTE', sources: ['sdk-0'], format: 'csv' }))
+}
+for (const r of [...pricedRuns, ...filteredRuns]) if (r.rows !== AGG_ROWS) throw new Error(`the priced export sent ${r.rows} rows of ${AGG_ROWS}`)
 await running.stop()
 
 const best = (list: Run[]) => list.reduce((a, b) => (b.seconds < a.seconds ? b : a))
@@ -190,7 +196,8 @@ ${row('ClickHouse INTO OUTFILE (baseline)', runs.ch, N)}
 ClickHouse through the event_batches views in ${fmt(aggLoadSeconds, 1)} s, rollups then merged), one COUNT meter and its feature, no
 subscription (cost 0), over HTTP as above (written by ClickHouse: breakdownCsv), next to ClickHouse writing the same customer ×
 minute rows (event count and usage from the minute rollup) to a file itself, alternated, each twice; then the export again, twice,
-with ${PRICED} of the customers on a plan pricing the meter (their rows' costs split in the statement). Ratio:
+with ${PRICED} of the customers on a plan pricing the meter (their rows' costs split in the statement), and twice filtered on the
+events' one source (each priced row's share taken against its customer's unfiltered usage, in the statement too). Ratio:
 **${fmt(ac.seconds / ah.seconds, 2)}** of ClickHouse's own speed (export ${fmt(AGG_ROWS / ah.seconds)} rows/s against ${fmt(AGG_ROWS / ac.seconds)}).
 Load average at the end: ${load}.
 
@@ -199,5 +206,6 @@ Load average at the end: ${load}.
 ${row('meterbill analytics export (HTTP, CSV)', aggRuns.http, AGG_ROWS)}
 ${row('ClickHouse INTO OUTFILE (baseline)', aggRuns.ch, AGG_ROWS)}
 ${row(`meterbill analytics export, ${PRICED} customers priced (HTTP, CSV)`, pricedRuns, AGG_ROWS)}
+${row(`meterbill analytics export, ${PRICED} customers priced, filtered on a source (HTTP, CSV)`, filteredRuns, AGG_ROWS)}
 `)
 process.exit(0)

@@ -40,12 +40,11 @@ export interface AnalyticsExport {
 export type ExportPath = 'sql' | 'ts'
 
 /**
- * The path of a request: ClickHouse's unless a row needs what only this file computes — the reconciliation rows, an
- * aggregation that divides (AVG, WEIGHTED_SUM: quotients rounded by decimal.js), or costs of a filtered request (a
- * share of the customer's unfiltered usage, read separately).
+ * The path of a request: ClickHouse's unless a row needs what only this file computes — the reconciliation rows, or
+ * an aggregation that divides (AVG, WEIGHTED_SUM: quotients rounded by decimal.js).
  */
-export function exportPath(r: AnalyticsExportRequest, resolved: Resolved, priced: boolean): ExportPath {
-  if (r.columnSets.includes('reconciliation') || (priced && isFiltered(r))) return 'ts'
+export function exportPath(r: AnalyticsExportRequest, resolved: Resolved): ExportPath {
+  if (r.columnSets.includes('reconciliation')) return 'ts'
   const exact = (m: Meter) =>
     SQL_AGGREGATIONS.has(m.aggregation.type) && (m.aggregation.type !== 'SUM_WITH_MULTIPLIER' || new D(m.aggregation.multiplier ?? 1).decimalPlaces() <= MAX_MULTIPLIER_PLACES)
   return resolved.meters.every(exact) ? 'sql' : 'ts'
@@ -127,6 +126,12 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
   /** The costs of a batch's priced customers (`own`), read and priced now (none priced: nothing to read). */
   const batchCosts = (resolved: Resolved, plan: CostPlan, own: string[]): Promise<Costs> =>
     own.length === 0 ? Promise.resolve({ currency: plan.currency, meters: new Map() }) : customerCostsOf(deps, actor, r, resolved, plan, own)
+  /** The unfiltered usage of the priced customers of `windows` (per meter and customer), each window's decimal text. */
+  async function unfilteredOf(resolved: Resolved, windows: Map<string, Map<string, string[]>>): Promise<Map<string, Map<string, string[]>>> {
+    const own = [...new Set([...windows.values()].flatMap((customers) => [...customers.keys()]))]
+    const usage = own.length === 0 ? new Map<string, Decimal[]>() : await unfilteredUsage(deps, { ...resolved.query, externalCustomerIds: own }, true)
+    return new Map([...windows].map(([meterId, customers]) => [meterId, new Map([...customers.keys()].map((id) => [id, (usage.get(`${meterId}|${id}`) ?? []).map((v) => v.toFixed())]))]))
+  }
   /** ClickHouse writes the rows: the cells it does not compute are written here once per meter and customer. */
   async function* sqlPieces(resolved: Resolved, plan: CostPlan, pricedIds: ReadonlySet<string>, signal: AbortSignal): AsyncGenerator<CsvPiece> {
     const currency = plan.currency ?? ''
@@ -149,7 +154,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
           const own = new Map(batch.flatMap((id) => (cost.customers?.has(id) ? [[id, cost.customers.get(id)!.map((v) => roundMoney(v, currency).times(scale).toFixed(0))] as const] : [])))
           if (own.size > 0) windows.set(meterId, own)
         }
-        priced = { places: minorUnits(currency), windows }
+        priced = { places: minorUnits(currency), windows, unfiltered: isFiltered(r) ? await unfilteredOf(resolved, windows) : undefined }
       }
       const query = { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }
       yield* breakdownCsv(deps.ch, query, { meters, customers, currency: csvCell(currency), costs: priced }, { signal })
@@ -163,7 +168,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
       if (resolved.meters.length === 0) return
       const plan = await costPlanOf(deps, actor, r, resolved)
       const priced = pricedCustomers(plan)
-      if ((options.path ?? exportPath(r, resolved, plan.currency !== null)) === 'sql') yield* sqlPieces(resolved, plan, priced, signal)
+      if ((options.path ?? exportPath(r, resolved)) === 'sql') yield* sqlPieces(resolved, plan, priced, signal)
       else yield* csvPieces(columns, tsRows(resolved, plan, priced, signal))
     },
   }

@@ -280,7 +280,7 @@ const costQuery = (r: AnalyticsRequest, x: Resolved, known?: CostQuery['known'])
   known,
 })
 
-export const costsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved, known?: CostQuery['known']): Promise<Costs> => usageCosts(deps, actor, costQuery(r, x, known))
+const costsOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved, known?: CostQuery['known']): Promise<Costs> => usageCosts(deps, actor, costQuery(r, x, known))
 
 /** The request's billing periods and currency, before any usage is read (an export prices its customers a batch at a time). */
 export const costPlanOf = (deps: Deps, actor: Actor, r: AnalyticsRequest, x: Resolved): Promise<CostPlan> => costPlan(deps, actor, costQuery(r, x))

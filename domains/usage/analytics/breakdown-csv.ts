@@ -29,8 +29,11 @@ export interface BreakdownCsvCells {
   /**
    * With a currency: per meter and customer, its cost of each window in minor units (signed integer text), split over
    * the customer's rows of the window by usage as allocateByUsage does; absent, or a customer not there: costs 0.
+   * `unfiltered` (a request filtered on sources or properties): per meter and customer, its usage of each window
+   * without the filter (decimal text), which the rows' shares are taken against: what the rows do not use of it is
+   * one more group of the split, after them, whose part is not written (analytics splitByUsage's rest).
    */
-  costs?: { places: number; windows: Map<string, Map<string, string[]>> }
+  costs?: { places: number; windows: Map<string, Map<string, string[]>>; unfiltered?: Map<string, Map<string, string[]>> }
 }
 
 const multiplierOf = (m: AnalyticsMeter) => new U(m.aggregation.multiplier ?? 1)
@@ -81,35 +84,56 @@ function withCosts(rows: string, keys: string[], others: string[], scale: number
   // Only the windows that cost something: the rest split 0 (a hash lookup per row, not an index into every window).
   const ids: string[] = []
   const units: string[] = []
+  // With a filter, each such window's unfiltered usage in the weights' unit (|usage| × 10^scale, whole).
+  const unfiltered: string[] = []
+  const unit = new U(10).pow(scale)
   for (const [meterId, customers] of costs.windows) {
     for (const [customer, windows] of customers) {
+      const all = costs.unfiltered?.get(meterId)?.get(customer)
       windows.forEach((u, w) => {
         if (u === '0') return
         ids.push(`${meterId}\u0000${customer}\u0000${w}`)
         units.push(u)
+        if (costs.unfiltered) unfiltered.push(new U(all?.[w] ?? 0).abs().times(unit).toFixed(0))
       })
     }
   }
-  const lookup = ids.length === 0 ? "'0'" : `transform(concat(meter_id, '\\0', customer, '\\0', toString(w)), ${sqlStringArray(ids)}, ${sqlStringArray(units)}, '0')`
+  const key = "concat(meter_id, '\\0', customer, '\\0', toString(w))"
+  const lookup = (values: string[]) => (ids.length === 0 ? "'0'" : `transform(${key}, ${sqlStringArray(ids)}, ${sqlStringArray(values)}, '0')`)
   const g = 'PARTITION BY meter_id, customer, w'
   const row = ['w', ...keys, 'event_count', 'usage'].join(', ')
-  // Grouped by nothing but the customer, a window has one row, which takes the whole cost: no sort, no split.
-  if (others.length === 0) return `SELECT ${row}, toInt256(${lookup}) AS cost_units FROM (${rows})`
-  // Two window steps (one sort each): the partition's weights, then its rows by remainder, whose order both the
-  // units left and the rank are read in. Each step keeps only the columns still needed: it holds the batch's rows.
-  return `SELECT ${row}, sign(signed) * (fl + if(rank <= left, 1, 0)) AS cost_units FROM (
-      SELECT ${row}, signed, fl, abs(signed) - sum(fl) OVER ordered AS left, row_number() OVER ordered AS rank FROM (
+  const weight = scale === 0 ? 'toInt256(usage)' : `toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}'))`
+  const signed = `toInt256(${lookup(units)}) AS signed, ${weight} AS aw`
+  if (!costs.unfiltered) {
+    // Grouped by nothing but the customer, a window has one row, which takes the whole cost: no sort, no split.
+    if (others.length === 0) return `SELECT ${row}, toInt256(${lookup(units)}) AS cost_units FROM (${rows})`
+    return split(`SELECT ${row}, ${signed} FROM (${rows})`, false)
+  }
+  // Filtered: what the unfiltered usage has beyond the rows' weighs one more group, ordered after them on ties (the
+  // rest, not written). It is not a row: its weight, floor and remainder are the partition's, from the same steps.
+  return split(`SELECT ${row}, ${signed}, toInt256(${lookup(unfiltered)}) AS a FROM (${rows})`, true)
+
+  /** The rows of `weighed` (row, signed, aw, and a with `rest`) with their part of `signed`. */
+  function split(weighed: string, rest: boolean): string {
+    const whole = rest ? ['if(a > own, a - own, toInt256(0)) AS r', 'greatest(top0, r) AS top', 'own + r AS total', 'n0 + 1 AS n'] : ['top0 AS top', 'own AS total', 'n0 AS n']
+    // The rest's weight, floor and remainder, and whether it ranks before the row (a larger remainder, or an equal one and a larger weight).
+    const restPart = rest ? ', if(top = 0, toInt256(1), r) AS rw, intDiv(abs(signed) * rw, wsum) AS rfl, abs(signed) * rw - rfl * wsum AS rrem' : ''
+    const restFloor = rest ? ' - rfl' : ''
+    const restFirst = rest ? ' + if(rrem > rem OR (rrem = rem AND rw > wt), 1, 0)' : ''
+    // Two window steps (one sort each): the partition's weights, then its rows by remainder, whose order both the
+    // units left and the rank are read in. Each step keeps only the columns still needed: it holds the batch's rows.
+    return `SELECT ${row}, sign(signed) * (fl + if(rank <= left, 1, 0)) AS cost_units FROM (
+      SELECT ${row}, signed, fl, abs(signed) - sum(fl) OVER ordered${restFloor} AS left, row_number() OVER ordered${restFirst} AS rank FROM (
         SELECT ${row}, signed, if(top = 0, toInt256(1), aw) AS wt, if(top = 0, toInt256(n), total) AS wsum,
-          intDiv(abs(signed) * wt, wsum) AS fl, abs(signed) * wt - fl * wsum AS rem FROM (
-          SELECT ${row}, signed, aw, max(aw) OVER (${g}) AS top, sum(aw) OVER (${g}) AS total, count() OVER (${g}) AS n FROM (
-            SELECT ${row}, toInt256(${lookup}) AS signed,
-              ${scale === 0 ? 'toInt256(usage)' : `toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}'))`} AS aw
-            FROM (${rows})
+          intDiv(abs(signed) * wt, wsum) AS fl, abs(signed) * wt - fl * wsum AS rem${restPart} FROM (
+          SELECT ${row}, signed, aw, ${whole.join(', ')} FROM (
+            SELECT ${row}, signed, aw${rest ? ', a' : ''}, max(aw) OVER (${g}) AS top0, sum(aw) OVER (${g}) AS own, count() OVER (${g}) AS n0 FROM (${weighed})
           )
         )
       )
       WINDOW ordered AS (${g} ORDER BY rem DESC, wt DESC${others.map((k) => `, ${k}`).join('')} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
     )`
+  }
 }
 
 /**
