@@ -126,10 +126,12 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
   /** The costs of a batch's priced customers (`own`), read and priced now (none priced: nothing to read). */
   const batchCosts = (resolved: Resolved, plan: CostPlan, own: string[]): Promise<Costs> =>
     own.length === 0 ? Promise.resolve({ currency: plan.currency, meters: new Map() }) : customerCostsOf(deps, actor, r, resolved, plan, own)
+  /** Per `meterId|externalCustomerId`, the usage of each window of `customers` without the request's filters (none asked: none read). */
+  const unfilteredOfCustomers = (resolved: Resolved, customers: string[]): Promise<Map<string, Decimal[]>> =>
+    customers.length === 0 ? Promise.resolve(new Map()) : unfilteredUsage(deps, { ...resolved.query, externalCustomerIds: customers }, true)
   /** The unfiltered usage of the priced customers of `windows` (per meter and customer), each window's decimal text. */
   async function unfilteredOf(resolved: Resolved, windows: Map<string, Map<string, string[]>>): Promise<Map<string, Map<string, string[]>>> {
-    const own = [...new Set([...windows.values()].flatMap((customers) => [...customers.keys()]))]
-    const usage = own.length === 0 ? new Map<string, Decimal[]>() : await unfilteredUsage(deps, { ...resolved.query, externalCustomerIds: own }, true)
+    const usage = await unfilteredOfCustomers(resolved, [...new Set([...windows.values()].flatMap((customers) => [...customers.keys()]))])
     return new Map([...windows].map(([meterId, customers]) => [meterId, new Map([...customers.keys()].map((id) => [id, (usage.get(`${meterId}|${id}`) ?? []).map((v) => v.toFixed())]))]))
   }
   /** ClickHouse writes the rows: the cells it does not compute are written here once per meter and customer. */
@@ -249,7 +251,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
       if (currency) {
         const own = batch.filter((id) => pricedIds.has(id))
         costs = await batchCosts(resolved, plan, own)
-        unfiltered = isFiltered(r) && own.length > 0 ? await unfilteredUsage(deps, { ...resolved.query, externalCustomerIds: own }, true) : undefined
+        unfiltered = isFiltered(r) ? await unfilteredOfCustomers(resolved, own) : undefined
       }
       let current: BreakdownRow[] = []
       const stream = streamBreakdown(deps.ch, { ...resolved.query, externalCustomerIds: batch, groupBy: ['external_customer_id', ...keys] }, { signal, customerFirst: true })

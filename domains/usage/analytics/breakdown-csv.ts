@@ -78,7 +78,8 @@ function partRows(part: BreakdownPart, keys: string[], scale: number): string {
 /**
  * Each customer's window cost split over its rows of the window (the other keys in the stream's order), as
  * core/analytics allocateByUsage: weights |usage| (all 1 when none has usage), floors of units × weight / total, the
- * units left to the largest remainders, then the larger weight, then the earlier row. Exact in Int256.
+ * units left to the largest remainders, then the larger weight, then the earlier row. Exact in Int256. With
+ * `costs.unfiltered`, what the unfiltered usage has beyond the rows' is one more group, last on ties, not written.
  */
 function withCosts(rows: string, keys: string[], others: string[], scale: number, costs: NonNullable<BreakdownCsvCells['costs']>): string {
   // Only the windows that cost something: the rest split 0 (a hash lookup per row, not an index into every window).
@@ -103,15 +104,15 @@ function withCosts(rows: string, keys: string[], others: string[], scale: number
   const g = 'PARTITION BY meter_id, customer, w'
   const row = ['w', ...keys, 'event_count', 'usage'].join(', ')
   const weight = scale === 0 ? 'toInt256(usage)' : `toInt256(abs(usage) * toInt256('1${'0'.repeat(scale)}'))`
-  const signed = `toInt256(${lookup(units)}) AS signed, ${weight} AS aw`
+  const costAndWeight = `toInt256(${lookup(units)}) AS signed, ${weight} AS aw`
   if (!costs.unfiltered) {
     // Grouped by nothing but the customer, a window has one row, which takes the whole cost: no sort, no split.
     if (others.length === 0) return `SELECT ${row}, toInt256(${lookup(units)}) AS cost_units FROM (${rows})`
-    return split(`SELECT ${row}, ${signed} FROM (${rows})`, false)
+    return split(`SELECT ${row}, ${costAndWeight} FROM (${rows})`, false)
   }
   // Filtered: what the unfiltered usage has beyond the rows' weighs one more group, ordered after them on ties (the
   // rest, not written). It is not a row: its weight, floor and remainder are the partition's, from the same steps.
-  return split(`SELECT ${row}, ${signed}, toInt256(${lookup(unfiltered)}) AS a FROM (${rows})`, true)
+  return split(`SELECT ${row}, ${costAndWeight}, toInt256(${lookup(unfiltered)}) AS a FROM (${rows})`, true)
 
   /** The rows of `weighed` (row, signed, aw, and a with `rest`) with their part of `signed`. */
   function split(weighed: string, rest: boolean): string {
