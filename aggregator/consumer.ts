@@ -14,7 +14,7 @@
 // process, owned by this thread), reads the meters, and commits. Only ids, scopes and bytes cross.
 import type { Consumer, EachBatchPayload, KafkaMessage, Producer } from 'kafkajs'
 import { encodeEvent } from '../core/events.ts'
-import { eventKey } from '../ingest/kafka-sink.ts'
+import { eventKey } from '../core/partition.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto'
 import type { Admin, Kafka } from 'kafkajs'
 import { encodeEvent } from '../core/events.ts'
 import type { Scope } from '../core/scope.ts'
-import { eventKey } from '../ingest/kafka-sink.ts'
+import { eventKey } from '../core/partition.ts'
 import { consumerGroup } from '../aggregator/consumer.ts'
 import { YOUNG_GENERATION } from './common.ts'
 

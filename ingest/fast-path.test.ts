@@ -1,12 +1,9 @@
 // The shortcuts of intake's hot path against what they stand in for: the fast event check never accepts what ajv
-// refuses, the hand-written partitioner puts every key where kafkajs' default partitioner does, and the patched
-// kafkajs CRC-32C (patches/) gives the checksums of the plain one.
+// refuses, and the patched kafkajs CRC-32C (patches/) gives the checksums of the plain one.
 import { createRequire } from 'node:module'
 import { randomBytes } from 'node:crypto'
-import { Partitioners, type PartitionerArgs } from 'kafkajs'
 import { describe, expect, it } from 'vitest'
 import { validateBody } from '../core/validate.ts'
-import { keyPartition } from './kafka-sink.ts'
 import { eventSchema, plainEvent } from './schema.ts'
 
 const ajvAccepts = (raw: unknown): boolean => {
@@ -81,21 +78,6 @@ describe('the fast event check', () => {
       }
     }
     expect(accepted).toBeGreaterThan(0)
-  })
-})
-
-describe('keyPartition', () => {
-  it('puts every key in the partition kafkajs chooses', () => {
-    const kafkajs = Partitioners.DefaultPartitioner()
-    const keys = ['', 'a', 'ab', 'abc', 'abcd', 't_1:env_2:cust-42', 'ü', 'ключ:клиент', '😀x', long(5000)]
-    for (let i = 0; i < 3000; i++) keys.push(`t${i}:e${i % 7}:${'c'.repeat(i % 13)}${String.fromCharCode(i % 3000)}`)
-    for (const partitions of [1, 6, 7]) {
-      const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionId, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0] }))
-      for (const key of keys) {
-        const args: PartitionerArgs = { topic: 'usage', partitionMetadata, message: { key, value: '' } }
-        expect(keyPartition(key, partitions), key).toBe(kafkajs(args))
-      }
-    }
   })
 })
 

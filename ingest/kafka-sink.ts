@@ -4,11 +4,11 @@
 import { Worker } from 'node:worker_threads'
 import type { Producer } from 'kafkajs'
 import { wireEvent, type UsageEvent } from '../core/events.ts'
+import { eventKey, keyPartition } from '../core/partition.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { batchedSink, type Sink } from './sink.ts'
 
-export const eventKey = (e: UsageEvent): string => `${e.tenantId}:${e.environmentId}:${e.externalCustomerId}`
 
 /**
  * How long a request waits for the ack. kafkajs keeps reconnecting to an unreachable broker for much longer;
@@ -75,36 +75,6 @@ function recordsOf(key: string, wires: object[], out: Records): void {
   const half = wires.length >>> 1
   recordsOf(key, wires.slice(0, half), out)
   recordsOf(key, wires.slice(half), out)
-}
-
-// Room for the bytes of any key intake produces (three ids of at most 255 characters each, in UTF-8).
-const keyBytes = Buffer.alloc(4096)
-
-/**
- * The partition kafkajs' default partitioner gives a keyed message: Java's murmur2 of the key's UTF-8 bytes, made
- * positive, modulo the topic's partitions, so every producer of a key agrees. kafkajs computes it with 64-bit Long
- * objects and a key Buffer per message; 32-bit integer arithmetic (Math.imul) gives the same hash for far less.
- */
-export function keyPartition(key: string, partitions: number): number {
-  const bytes = Buffer.byteLength(key) <= keyBytes.length ? keyBytes : Buffer.alloc(Buffer.byteLength(key))
-  const length = bytes.write(key, 0)
-  const m = 0x5bd1e995
-  let h = 0x9747b28c ^ length
-  let i = 0
-  for (const end = length & ~3; i < end; i += 4) {
-    let k = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24)
-    k = Math.imul(k, m)
-    k ^= k >>> 24
-    h = Math.imul(h, m) ^ Math.imul(k, m)
-  }
-  const tail = length & 3
-  if (tail === 3) h ^= bytes[i + 2] << 16
-  if (tail >= 2) h ^= bytes[i + 1] << 8
-  if (tail >= 1) h = Math.imul(h ^ bytes[i], m)
-  h ^= h >>> 13
-  h = Math.imul(h, m)
-  h ^= h >>> 15
-  return (h & 0x7fffffff) % partitions
 }
 
 const keyPartitioner = () => ({ partitionMetadata, message }: { partitionMetadata: unknown[]; message: { key?: unknown } }) =>

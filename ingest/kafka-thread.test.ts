@@ -4,10 +4,10 @@
 import { Kafka, logLevel } from 'kafkajs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decodeRecord, normalizeEvent } from '../core/events.ts'
-import { EVENT_PARTITIONS } from '../infra/kafka.ts'
 import { startHarness, type Harness } from '../test/harness.ts'
 import { kafkaBrokers } from '../test/kafka.ts'
-import { keyPartition, producerThread, threadedKafkaSink, type ProducerThread } from './kafka-sink.ts'
+import { keyPartition } from '../core/partition.ts'
+import { producerThread, threadedKafkaSink, type ProducerThread } from './kafka-sink.ts'
 
 const brokers = await kafkaBrokers()
 const topic = `usage-events-thread-${process.pid}-${Date.now()}`
@@ -51,7 +51,7 @@ describe.skipIf(!brokers)('Kafka intake through the producer thread', () => {
     expect(records).toHaveLength(3)
     const byCustomer = new Map<string, string[]>()
     for (const r of records) {
-      expect(r.partition).toBe(keyPartition(r.key, EVENT_PARTITIONS))
+      expect(r.partition).toBe(keyPartition(r.key, h.config.kafkaTopics.partitions))
       const decoded = decodeRecord(r.value).map((d) => (d.ok ? d.event : undefined))
       for (const e of decoded) expect(r.key).toBe(`${e!.tenantId}:${e!.environmentId}:${e!.externalCustomerId}`)
       byCustomer.set(decoded[0]!.externalCustomerId, decoded.map((e) => `${e!.id} ${e!.timestamp.toISOString()} ${String(e!.properties.tokens)}`))
