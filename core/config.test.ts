@@ -20,6 +20,23 @@ describe('configuration', () => {
     expect(c.kafkaBrokers).toEqual(['k1:9092', 'k2:9092'])
   })
 
+  it('creates Kafka topics with 6 partitions, one replica and the broker\'s min.insync.replicas unless told otherwise', () => {
+    expect(loadConfig({}).kafkaTopics).toEqual({ partitions: 6, replicationFactor: 1 })
+    expect(loadConfig({ KAFKA_PARTITIONS: '24', KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '2' }).kafkaTopics).toEqual({
+      partitions: 24,
+      replicationFactor: 3,
+      minInsyncReplicas: 2,
+    })
+    expect(loadConfig({ KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: ' ' }).kafkaTopics).toEqual({ partitions: 6, replicationFactor: 3 })
+  })
+
+  it('reads the ClickHouse cluster only beside a ClickHouse server', () => {
+    expect(loadConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_CLUSTER: ' meterbill ' }).clickhouse?.cluster).toBe('meterbill')
+    expect(loadConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_CLUSTER: '' }).clickhouse).not.toHaveProperty('cluster')
+    expect(() => loadConfig({ CLICKHOUSE_CLUSTER: 'meterbill' })).toThrow('CLICKHOUSE_CLUSTER is set but CLICKHOUSE_URL is not')
+    expect(() => loadConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_CLUSTER: 'a b' })).toThrow('CLICKHOUSE_CLUSTER must be a plain identifier')
+  })
+
   it('serves metrics on loopback port 9464 unless told otherwise, and off when METRICS_PORT is off', () => {
     expect(loadConfig({}).metrics).toEqual({ host: '127.0.0.1', port: 9464 })
     expect(loadConfig({ METRICS_HOST: '0.0.0.0', METRICS_PORT: '9100' }).metrics).toEqual({ host: '0.0.0.0', port: 9100 })
@@ -45,6 +62,12 @@ describe('configuration', () => {
     [{ CLICKHOUSE_URL: 'tcp://ch:9000' }, 'CLICKHOUSE_URL must use http: or https:'],
     [{ CLICKHOUSE_DATABASE: 'drop table' }, 'CLICKHOUSE_DATABASE must be a plain identifier'],
     [{ KAFKA_BROKERS: 'localhost' }, 'KAFKA_BROKERS entry "localhost" is not host:port'],
+    [{ KAFKA_PARTITIONS: '0' }, 'KAFKA_PARTITIONS must be between 1 and 10000'],
+    [{ KAFKA_PARTITIONS: 'six' }, 'KAFKA_PARTITIONS must be a whole number'],
+    [{ KAFKA_REPLICATION_FACTOR: '-1' }, 'KAFKA_REPLICATION_FACTOR must be a whole number'],
+    [{ KAFKA_REPLICATION_FACTOR: '0' }, 'KAFKA_REPLICATION_FACTOR must be between 1 and 100'],
+    [{ KAFKA_MIN_INSYNC_REPLICAS: '0' }, 'KAFKA_MIN_INSYNC_REPLICAS must be between 1 and 100'],
+    [{ KAFKA_MIN_INSYNC_REPLICAS: '2' }, 'KAFKA_MIN_INSYNC_REPLICAS must not exceed KAFKA_REPLICATION_FACTOR (1), got 2'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
     [{ BOOTSTRAP_API_KEY: 'short' }, 'BOOTSTRAP_API_KEY must be at least 32 characters'],
     [{ DEDUP_WINDOW_DAYS: '7' }, 'DEDUP_WINDOW_DAYS must be between 35'],

@@ -12,11 +12,20 @@ export interface Config {
   metrics?: { host: string; port: number }
   dataDir: string
   databaseUrl?: string
-  clickhouse?: { url: string; user: string; password: string; database: string }
+  /**
+   * `cluster` (CLICKHOUSE_CLUSTER): migrations create the tables ON CLUSTER, replicated, with Distributed tables for
+   * reads (core/cluster-ddl.ts, docs/operations.md "ClickHouse cluster mode").
+   */
+  clickhouse?: { url: string; user: string; password: string; database: string; cluster?: string }
   /** Database used on the embedded chDB as on a server, so the same unqualified SQL runs on both. */
   clickhouseDatabase: string
   kafkaBrokers?: string[]
   kafkaTopic: string
+  /**
+   * The topics this program creates (infra/kafka.ts ensureTopics): the event topic's partitions, and every topic's
+   * replication factor and min.insync.replicas (absent: the broker's default). An existing topic is never changed.
+   */
+  kafkaTopics: KafkaTopicSettings
   bootstrapApiKey?: string
   logLevel: LogLevel
   /** Largest request body accepted, in bytes. */
@@ -52,6 +61,15 @@ export interface Config {
   secretsKey?: string
   /** An OpenAI-compatible chat API that POST /v1/ai/pricing/parse may ask; absent: the rules parser alone. */
   ai?: AiConfig
+}
+
+interface KafkaTopicSettings {
+  /** KAFKA_PARTITIONS: the event topic's partitions, so at most this many aggregators consume at once. */
+  partitions: number
+  /** KAFKA_REPLICATION_FACTOR: replicas of each partition, the event topic's and the dead-letter topic's. */
+  replicationFactor: number
+  /** KAFKA_MIN_INSYNC_REPLICAS: replicas that must have a record before acks=all answers; absent: the broker's default. */
+  minInsyncReplicas?: number
 }
 
 export interface AiConfig {
@@ -171,6 +189,19 @@ function secretsKey(env: Env): string | undefined {
   return key ?? former
 }
 
+/** KAFKA_PARTITIONS, KAFKA_REPLICATION_FACTOR and KAFKA_MIN_INSYNC_REPLICAS (not above the replication factor). */
+function kafkaTopics(env: Env): KafkaTopicSettings {
+  const partitions = int(env, 'KAFKA_PARTITIONS', 6, 1, 10_000)
+  const replicationFactor = int(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 100)
+  if (!env.KAFKA_MIN_INSYNC_REPLICAS?.trim()) return { partitions, replicationFactor }
+  const minInsyncReplicas = int(env, 'KAFKA_MIN_INSYNC_REPLICAS', 1, 1, 100)
+  // More than there are replicas: every acks=all send would fail with NOT_ENOUGH_REPLICAS.
+  if (minInsyncReplicas > replicationFactor) {
+    throw new ConfigError('KAFKA_MIN_INSYNC_REPLICAS', `must not exceed KAFKA_REPLICATION_FACTOR (${replicationFactor}), got ${minInsyncReplicas}`)
+  }
+  return { partitions, replicationFactor, minInsyncReplicas }
+}
+
 /** AI_PROVIDER_URL and its companions; a key, model or timeout without the URL is a mistake, not a default. */
 function aiConfig(env: Env): AiConfig | undefined {
   const address = url(env, 'AI_PROVIDER_URL', ['http:', 'https:'])
@@ -192,6 +223,9 @@ export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'])
   const clickhouseUrl = url(env, 'CLICKHOUSE_URL', ['http:', 'https:'])
   const clickhouseDatabase = identifier(env, 'CLICKHOUSE_DATABASE', 'meterbill')
+  const clickhouseCluster = env.CLICKHOUSE_CLUSTER?.trim() ? identifier(env, 'CLICKHOUSE_CLUSTER', '') : undefined
+  // The embedded chDB is one node with no Keeper: a cluster is a server's (its remote_servers) or nothing.
+  if (clickhouseCluster && !clickhouseUrl) throw new ConfigError('CLICKHOUSE_CLUSTER', 'is set but CLICKHOUSE_URL is not: cluster mode needs ClickHouse servers (the embedded chDB is one node)')
 
   let kafkaBrokers: string[] | undefined
   const brokers = env.KAFKA_BROKERS?.trim()
@@ -221,11 +255,13 @@ export function loadConfig(env: Env = process.env): Config {
           user: env.CLICKHOUSE_USER ?? 'default',
           password: env.CLICKHOUSE_PASSWORD ?? '',
           database: clickhouseDatabase,
+          ...(clickhouseCluster && { cluster: clickhouseCluster }),
         }
       : undefined,
     clickhouseDatabase,
     kafkaBrokers,
     kafkaTopic: topic(env, 'KAFKA_TOPIC', 'usage-events'),
+    kafkaTopics: kafkaTopics(env),
     bootstrapApiKey,
     logLevel,
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),

@@ -25,7 +25,7 @@ export interface Deps {
 export async function openDeps(config: Config, options: { clock?: Clock; logger?: Logger } = {}): Promise<Deps> {
   const logger = options.logger ?? createLogger(config.logLevel)
   const [pg, ch] = await Promise.all([openPostgres(config), openClickHouse(config)])
-  const kafka = config.kafkaBrokers ? openKafka({ ...config, kafkaBrokers: config.kafkaBrokers }) : undefined
+  const kafka = config.kafkaBrokers ? openKafka({ ...config, kafkaBrokers: config.kafkaBrokers }, { logger }) : undefined
   return {
     config,
     sql: pg.sql,
