@@ -20,6 +20,8 @@ export interface ClickHouse {
   reader: ClickHouseClient
   kind: 'server' | 'chdb'
   database: string
+  /** CLICKHOUSE_CLUSTER: the server's cluster the migrations create their tables on (infra/migrate.ts), else absent. */
+  cluster?: string
   /**
    * One INSERT of rows already encoded in `format`, its settings on this statement only. On chDB the rows
    * go through a file (`FROM INFILE`): given in the statement, ClickHouse handled them as query text first,
@@ -186,9 +188,10 @@ function withInlinedParams<C extends object>(connection: C): C {
 export async function openClickHouse(config: Config): Promise<ClickHouse> {
   const database = config.clickhouseDatabase
   if (config.clickhouse) {
-    const { url, user, password } = config.clickhouse
+    const { url, user, password, cluster } = config.clickhouse
     const admin = createClient({ url, username: user, password })
-    await admin.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}` })
+    // On a cluster the database of every node: the migrations' ON CLUSTER statements run in it on each.
+    await admin.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}${cluster ? ` ON CLUSTER ${cluster}` : ''}` })
     await admin.close()
     const client = createClient({
       url,
@@ -249,7 +252,7 @@ export async function openClickHouse(config: Config): Promise<ClickHouse> {
       }
     }
     const commandApart = async (query: string): Promise<void> => void (await client.command({ query }))
-    return { client, reader: client, kind: 'server', database, insertRaw, withRows, streamRows, streamCsv, commandApart, close: () => client.close() }
+    return { client, reader: client, kind: 'server', database, ...(cluster && { cluster }), insertRaw, withRows, streamRows, streamCsv, commandApart, close: () => client.close() }
   }
   // chDB binds one data directory per process: one client for the whole process.
   const { createChdbConnection } = await import('chdb/connection')

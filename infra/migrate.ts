@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import type { Sql, Tx } from './postgres.ts'
 import type { ClickHouse } from './clickhouse.ts'
 import { chDateTime } from './ch-literals.ts'
+import { clusterMigrations, clusterMigrationsTable } from '../core/cluster-ddl.ts'
 
 export const SQL_DIR = fileURLToPath(new URL('../sql', import.meta.url))
 const LOCK_KEY = 7_400_113_001
@@ -73,18 +74,50 @@ async function migratePostgres(tx: Tx, files: MigrationFile[]): Promise<string[]
   return applied
 }
 
+/**
+ * Each file's statements: as written, or on a cluster (CLICKHOUSE_CLUSTER) rewritten by core/cluster-ddl.ts, every
+ * file in order so that a file's rewriting knows the tables of those before it, applied or not.
+ */
+function clickHouseStatements(files: MigrationFile[], cluster: string | undefined): string[][] {
+  const plain = files.map((f) => splitStatements(f.sql))
+  if (!cluster) return plain
+  return clusterMigrations(files.map((f, i) => ({ name: f.name, statements: plain[i] })), cluster).map((f) => [...f.statements])
+}
+
+/**
+ * The bookkeeping table. On a cluster one replicated table across every node, brought up to date before it is read:
+ * a process migrating through another node than the last one must not apply a file again (a backfill would count twice).
+ */
+async function migrationsTable(ch: ClickHouse): Promise<void> {
+  const { client, cluster } = ch
+  if (!cluster) {
+    await client.command({
+      query: `CREATE TABLE IF NOT EXISTS schema_migrations (name String, checksum String, applied_at DateTime64(3, 'UTC'))
+            ENGINE = MergeTree ORDER BY name`,
+    })
+    return
+  }
+  await client.command({ query: clusterMigrationsTable(cluster) })
+  try {
+    await client.command({ query: 'SYSTEM SYNC REPLICA schema_migrations' })
+  } catch (err) {
+    throw new Error(
+      `CLICKHOUSE_CLUSTER=${cluster}: schema_migrations is not a replicated table (${(err as Error).message.split('\n')[0]}); ` +
+        'this database was migrated without the cluster, and cluster mode needs a fresh database (docs/operations.md, ClickHouse cluster mode)',
+    )
+  }
+}
+
 async function migrateClickHouse(ch: ClickHouse, files: MigrationFile[]): Promise<string[]> {
   const { client } = ch
-  await client.command({
-    query: `CREATE TABLE IF NOT EXISTS schema_migrations (name String, checksum String, applied_at DateTime64(3, 'UTC'))
-            ENGINE = MergeTree ORDER BY name`,
-  })
+  await migrationsTable(ch)
+  const statements = clickHouseStatements(files, ch.cluster)
   const rs = await client.query({ query: 'SELECT name, checksum FROM schema_migrations', format: 'JSONEachRow' })
   const done = new Map((await rs.json<{ name: string; checksum: string }>()).map((r) => [r.name, r.checksum]))
   const applied: string[] = []
-  for (const file of files) {
+  for (const [i, file] of files.entries()) {
     if (checkUnchanged('clickhouse', file, done.get(file.name))) continue
-    for (const statement of splitStatements(file.sql)) await client.command({ query: statement })
+    for (const statement of statements[i]) await client.command({ query: statement })
     await client.insert({
       table: 'schema_migrations',
       values: [{ name: file.name, checksum: file.checksum, applied_at: chDateTime(new Date()) }],
