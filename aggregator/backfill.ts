@@ -7,7 +7,7 @@ import { resolveUsage } from '../core/meters.ts'
 import type { Deps } from '../infra/deps.ts'
 import { revisionRules } from '../domains/catalog/meters/service.ts'
 import * as meters from '../domains/catalog/meters/store.ts'
-import { runJob, type Job } from '../infra/scheduler.ts'
+import { runJobIfFree, type Job } from '../infra/scheduler.ts'
 import { writeCommitted } from '../infra/read-cache.ts'
 import { countEvents, eventsMissingRows, insertMeterUsage, type MeterUsageInsert } from './store.ts'
 
@@ -67,14 +67,26 @@ const backfillJob: Job = {
   },
 }
 
-/** Polls for settled changes each second (a cheap indexed query) so a new meter is usable within seconds. */
+/**
+ * Polls for settled changes each second (a cheap indexed query) so a new meter is usable within seconds. Every api and
+ * worker process polls; one holds the job's lease and fills. The others wait, saying so once (at info) until they see
+ * nothing pending or run it themselves: a lease held elsewhere is the normal case, not a failure.
+ */
 export function startBackfillLoop(deps: Deps): () => Promise<void> {
   let running: Promise<unknown> | undefined
+  let waiting = false
   const timer = setInterval(() => {
     if (running) return
     running = meters
       .pendingRevisions(deps.sql, new Date(deps.clock.now().getTime() - deps.config.backfillSettleMs))
-      .then((pending) => (pending.length > 0 ? runJob(deps, backfillJob) : undefined))
+      .then(async (pending) => {
+        const ran = pending.length > 0 ? await runJobIfFree(deps, backfillJob) : undefined
+        if (pending.length === 0 || ran) waiting = false
+        else if (!waiting) {
+          waiting = true
+          deps.logger.info({ job: backfillJob.name, revisions: pending.length }, 'meter backfill runs in another process (it holds the lease); waiting for it')
+        }
+      })
       .catch((err) => deps.logger.warn({ err }, 'meter backfill failed; retrying'))
       .finally(() => {
         running = undefined

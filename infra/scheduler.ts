@@ -35,8 +35,15 @@ async function release(deps: Deps, job: Job, holder: string, summary: Record<str
 
 /** Runs a job now if no other process holds it; answers `invalid_operation` when one does. */
 export async function runJob(deps: Deps, job: Job, progress: Progress = () => {}): Promise<Record<string, unknown>> {
+  const summary = await runJobIfFree(deps, job, progress)
+  if (!summary) throw new AppError('invalid_operation', `job ${job.name} is already running elsewhere`, { job: job.name })
+  return summary
+}
+
+/** Runs a job now if no other process holds it; answers undefined, having run nothing, when one does (the usual case of a poll). */
+export async function runJobIfFree(deps: Deps, job: Job, progress: Progress = () => {}): Promise<Record<string, unknown> | undefined> {
   const holder = await acquire(deps, job)
-  if (!holder) throw new AppError('invalid_operation', `job ${job.name} is already running elsewhere`, { job: job.name })
+  if (!holder) return undefined
   let summary: Record<string, unknown> = {}
   try {
     summary = await job.run(deps, progress)
