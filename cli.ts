@@ -238,7 +238,8 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     say(err.message)
     process.exit(2)
   }
-  if (err instanceof ExportError) {
+  // roles.ts's ListenError (a port taken), by name: roles.ts is loaded lazily. Its message says what to change.
+  if (err instanceof ExportError || (err instanceof Error && err.name === 'ListenError')) {
     say(err.message)
     process.exit(1)
   }

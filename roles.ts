@@ -32,6 +32,15 @@ export interface Running {
   stop(): Promise<void>
 }
 
+/** A listener that could not bind its address: the message names the variable to change; the CLI prints it without a stack. */
+export class ListenError extends Error {
+  constructor(variable: string, host: string, port: number, err: NodeJS.ErrnoException, alternative = '') {
+    const why = err.code === 'EADDRINUSE' ? 'address in use' : err.code === 'EACCES' ? 'permission denied' : err.code === 'EADDRNOTAVAIL' ? 'no such address here' : err.message
+    super(`${variable} ${port} on ${host}: ${why} (set ${variable} to another port${alternative})`, { cause: err })
+    this.name = 'ListenError'
+  }
+}
+
 export async function startRoles(
   config: Config,
   roles: readonly RoleName[],
@@ -47,8 +56,9 @@ export async function startRoles(
     const bootstrap = await bootstrapIfEmpty(deps)
     let metricsPort: number | undefined
     if (config.metrics) {
-      const served = await serveMetrics(deps.metrics, config.metrics.host, config.metrics.port).catch((err: Error) => {
-        throw new Error(`METRICS_PORT ${config.metrics!.port} on ${config.metrics!.host}: ${err.message} (set METRICS_PORT to another port, or off)`)
+      const { host, port } = config.metrics
+      const served = await serveMetrics(deps.metrics, host, port).catch((err: NodeJS.ErrnoException) => {
+        throw new ListenError('METRICS_PORT', host, port, err, ', or off')
       })
       metricsPort = served.port
       stops.push(served.stop)
@@ -62,7 +72,7 @@ export async function startRoles(
       const app = createApp(deps, routes)
       const server: Server = await new Promise((resolve, reject) => {
         const s = app.listen(config.port, config.host, () => resolve(s))
-        s.once('error', reject)
+        s.once('error', (err: NodeJS.ErrnoException) => reject(new ListenError('PORT', config.host, config.port, err)))
       })
       server.requestTimeout = 60_000
       port = (server.address() as AddressInfo).port
