@@ -11,14 +11,16 @@ import { startLastUsedFlusher } from './domains/tenancy/keys/service.ts'
 import { bootstrapIfEmpty, type NewTenant } from './domains/tenancy/tenants/service.ts'
 import { openDeps, type Deps } from './infra/deps.ts'
 import type { Logger } from './infra/logger.ts'
-import { serveMetrics } from './infra/metrics.ts'
+import { checkHealth } from './infra/health.ts'
+import { assignmentOf } from './infra/kafka-assignment.ts'
+import { serveMetrics, type HealthCheck } from './infra/metrics.ts'
 import { migrate } from './infra/migrate.ts'
 import { jobs } from './worker/jobs.ts'
 import { startScheduler } from './infra/scheduler.ts'
 import { ingestRoutes } from './http/routes/intake.ts'
 import { startIntake } from './ingest/start.ts'
 import { startBackfillLoop } from './aggregator/backfill.ts'
-import { startAggregator } from './aggregator/consumer.ts'
+import { consumerGroup, startAggregator } from './aggregator/consumer.ts'
 
 export const ROLE_NAMES = ['api', 'ingest', 'aggregator', 'worker'] as const
 export type RoleName = (typeof ROLE_NAMES)[number]
@@ -41,6 +43,21 @@ export class ListenError extends Error {
   }
 }
 
+/**
+ * GET /health on the metrics listener, for every role (the aggregator and the worker serve no API): the roles of this
+ * process, its engines as /v1/health has them, and an aggregator's consumer group membership and partitions.
+ * Degraded when an engine is down or the aggregator's consumer crashed for good.
+ */
+function processHealth(deps: Deps, roles: readonly RoleName[]): HealthCheck {
+  return async () => {
+    const consuming = roles.includes('aggregator') && deps.kafka
+    const [engines, consumer] = await Promise.all([checkHealth(deps), consuming ? assignmentOf(deps, consumerGroup(deps.kafka!.topic)) : undefined])
+    const status = engines.status === 'ok' && consumer?.state !== 'crashed' ? 'ok' : 'degraded'
+    const { status: _, ...rest } = engines
+    return { status, pid: process.pid, roles: [...roles], ...rest, ...(consumer ? { consumer } : {}) }
+  }
+}
+
 export async function startRoles(
   config: Config,
   roles: readonly RoleName[],
@@ -57,7 +74,7 @@ export async function startRoles(
     let metricsPort: number | undefined
     if (config.metrics) {
       const { host, port } = config.metrics
-      const served = await serveMetrics(deps.metrics, host, port).catch((err: NodeJS.ErrnoException) => {
+      const served = await serveMetrics(deps.metrics, host, port, processHealth(deps, roles)).catch((err: NodeJS.ErrnoException) => {
         throw new ListenError('METRICS_PORT', host, port, err, ', or off')
       })
       metricsPort = served.port

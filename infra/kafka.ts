@@ -1,6 +1,6 @@
 // The Kafka client (KAFKA_BROKERS): one kafkajs instance per process, the topics this program owns,
 // and a cheap liveness probe for /v1/health.
-import { Kafka, logLevel, type Admin, type ISocketFactory } from 'kafkajs'
+import { Kafka, logLevel, type Admin, type Consumer, type ISocketFactory } from 'kafkajs'
 import type { Config } from '../core/config.ts'
 import { createLogger, type Logger } from './logger.ts'
 
@@ -16,9 +16,48 @@ export interface KafkaHandle {
   ensureTopics(): Promise<void>
   /** The event topic's partition count as the broker has it now (not the configured one); fails when the topic is missing. */
   partitions(): Promise<number>
+  /**
+   * The consumer group this process's consumers made through `kafka.consumer` are in (GET /health on the metrics
+   * listener): joined or not, its member id and the event topic's partitions it was handed; undefined for a group no
+   * consumer of this handle joins.
+   */
+  membership(groupId: string): Membership | undefined
   /** Fails when no broker answers. */
   ping(): Promise<void>
   close(): Promise<void>
+}
+
+/** A consumer's place in its group, from kafkajs' instrumentation events. */
+export interface Membership {
+  group: string
+  /** joining: created, not yet in the group; rebalancing: the group is being rebalanced (partitions as they were). */
+  state: 'joining' | 'joined' | 'rebalancing' | 'restarting' | 'crashed' | 'stopped'
+  member_id?: string
+  leader?: boolean
+  /** Partitions of the event topic this member holds, ascending. */
+  partitions: number[]
+  /** When it came to this state. */
+  since: Date
+  error?: string
+}
+
+/**
+ * Follows a consumer's group joins, rebalances, crashes and stop. kafkajs restarts a consumer after a retriable
+ * crash (restarting) and then joins again; a crash without restart leaves it out of the group (crashed).
+ */
+function trackMembership(consumer: Consumer, group: string, topic: string, groups: Map<string, Membership>): Consumer {
+  const set = (m: Omit<Membership, 'group' | 'since'>) => groups.set(group, { ...m, group, since: new Date() })
+  set({ state: 'joining', partitions: [] })
+  const { GROUP_JOIN, REBALANCING, CRASH, STOP } = consumer.events
+  consumer.on(GROUP_JOIN, ({ payload }) => {
+    const partitions = [...(payload.memberAssignment[topic] ?? [])].sort((a, b) => a - b)
+    set({ state: 'joined', member_id: payload.memberId, leader: payload.isLeader, partitions })
+  })
+  // The partitions held until the rebalance hands out new ones.
+  consumer.on(REBALANCING, ({ payload }) => set({ leader: groups.get(group)?.leader, state: 'rebalancing', member_id: payload.memberId, partitions: groups.get(group)?.partitions ?? [] }))
+  consumer.on(CRASH, ({ payload }) => set({ state: payload.restart ? 'restarting' : 'crashed', partitions: [], error: payload.error.message }))
+  consumer.on(STOP, () => set({ state: 'stopped', partitions: [] }))
+  return consumer
 }
 
 /** The topics' max.message.bytes: above the largest request body intake accepts by default (5 MiB). */
@@ -45,6 +84,10 @@ export function openKafka(
   })
   const topic = config.kafkaTopic
   const dlqTopic = `${topic}-dlq`
+  // Every consumer made through this handle reports its group membership (the aggregator's, for GET /health).
+  const groups = new Map<string, Membership>()
+  const consumer = kafka.consumer.bind(kafka)
+  kafka.consumer = (consumerConfig) => trackMembership(consumer(consumerConfig), consumerConfig.groupId, topic, groups)
   const settings = config.kafkaTopics
   /** The partition-count warning once per handle: the intake thread and the aggregator of one process each ensure the topics. */
   let warned = false
@@ -107,6 +150,7 @@ export function openKafka(
       }
     },
     partitions,
+    membership: (groupId) => groups.get(groupId),
     async ping() {
       try {
         await (await connected()).describeCluster()

@@ -35,11 +35,25 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>
 
-/** Serves GET /metrics on its own address; resolves once listening, with the port and a stop function. */
-export async function serveMetrics(metrics: Metrics, host: string, port: number): Promise<{ port: number; stop: () => Promise<void> }> {
+/** A process's health as GET /health answers it: 200 when `status` is ok, 503 otherwise. */
+export type HealthCheck = () => Promise<{ status: 'ok' | 'degraded' }>
+
+/**
+ * Serves GET /metrics on its own address, and GET /health when given a check (every role has this listener, the
+ * aggregator and the worker no other); resolves once listening, with the port and a stop function.
+ */
+export async function serveMetrics(metrics: Metrics, host: string, port: number, health?: HealthCheck): Promise<{ port: number; stop: () => Promise<void> }> {
   const server: Server = createServer((req, res) => {
-    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('GET /metrics\n')
+    const path = req.url?.split('?')[0]
+    if (req.method === 'GET' && path === '/health' && health) {
+      health().then(
+        (h) => res.writeHead(h.status === 'ok' ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(h)),
+        (err: Error) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'degraded', error: err.message })),
+      )
+      return
+    }
+    if (req.method !== 'GET' || path !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(health ? 'GET /metrics or /health\n' : 'GET /metrics\n')
       return
     }
     metrics.registry.metrics().then(
