@@ -29,8 +29,8 @@ const at = (iso: string) => new Date(iso)
 const expires = expiresText(new Date(Date.now() + 35 * 86_400_000))
 
 /** Odd events: unicode everywhere, a numeric string longer than a double holds, nested and empty properties, a repeated id. */
-function events(prefix: string): UsageEvent[] {
-  const base = { ...scope, eventName: 'job', customerId: '', source: '', timestamp: at('2024-07-01T10:00:00.123Z'), receivedAt: at('2024-07-01T10:00:01.000Z') }
+function events(prefix: string, received = '2024-07-01T10:00:01.000Z'): UsageEvent[] {
+  const base = { ...scope, eventName: 'job', customerId: '', source: '', timestamp: at('2024-07-01T10:00:00.123Z'), receivedAt: at(received) }
   return [
     {
       ...base,
@@ -49,8 +49,8 @@ function events(prefix: string): UsageEvent[] {
 }
 
 /** Records as the intake writes them (one or an array), and three that are not events. */
-function records(prefix: string): string[] {
-  const [e1, e2, e3, e4, e5] = events(prefix).map(encodeEvent)
+function records(prefix: string, received?: string): string[] {
+  const [e1, e2, e3, e4, e5] = events(prefix, received).map(encodeEvent)
   return [e1, `[${e2},${e3}]`, e4, e5, 'not json', JSON.stringify({ id: `${prefix}-bad`, tenant_id: scope.tenantId, environment_id: scope.environmentId }), '']
 }
 
@@ -108,7 +108,7 @@ describe('the decode thread', () => {
 
     const store = new ChunkStore()
     const [chunk] = await throughChunks(asCalls(store), records('new9'), 'new')
-    expect(chunk.result).toEqual({ stored: 4, duplicates: 1, rejected: 1, skippedValues: 2 })
+    expect(chunk.result).toEqual({ stored: 4, duplicates: 1, rejected: 1, skippedValues: 2, replayed: 0 })
     expect(chunk.dead).toEqual([
       { record: 4, value: 'not json', reason: 'not JSON' },
       { record: 5, value: JSON.stringify({ id: 'new9-bad', tenant_id: scope.tenantId, environment_id: scope.environmentId }), reason: 'event_name is missing' },
@@ -131,13 +131,14 @@ describe('the decode thread', () => {
     const store = new ChunkStore()
     const calls = asCalls(store)
     const fresh = events('p9')
-    // Up to three events a chunk: [1, 2+3 (one record)], [1 again, 4, a new one], [the new one again].
-    const texts = [...records('new9').slice(0, 4), encodeEvent(fresh[1]), encodeEvent({ ...fresh[1], externalCustomerId: 'c9' })]
+    // Resent by the client (received again later). Up to three events a chunk: [1, 2+3 (one record)], [1 again, 4, a
+    // new one], [the new one again].
+    const texts = [...records('new9', '2024-07-01T11:00:00.000Z').slice(0, 4), encodeEvent(fresh[1]), encodeEvent({ ...fresh[1], externalCustomerId: 'c9' })]
     const chunks = await throughChunks(calls, texts, 'again', 3)
     expect(chunks.map((c) => [c.from, c.to, c.result])).toEqual([
-      [0, 2, { stored: 0, duplicates: 3, rejected: 0, skippedValues: 0 }],
-      [2, 5, { stored: 1, duplicates: 2, rejected: 0, skippedValues: 0 }],
-      [5, 6, { stored: 0, duplicates: 1, rejected: 0, skippedValues: 0 }],
+      [0, 2, { stored: 0, duplicates: 3, rejected: 0, skippedValues: 0, replayed: 0 }],
+      [2, 5, { stored: 1, duplicates: 2, rejected: 0, skippedValues: 0, replayed: 0 }],
+      [5, 6, { stored: 0, duplicates: 1, rejected: 0, skippedValues: 0, replayed: 0 }],
     ])
     // The new id is not looked up while the chunk holding it is in flight, and is looked up after.
     const fetch = store.fetch(...pack(texts.slice(4)), 1)
@@ -146,6 +147,19 @@ describe('the decode thread', () => {
     store.prepare(first.id, [], new Map(), expires)
     expect(store.candidates(second.id, [first.id]).ids).toEqual([])
     expect(store.candidates(second.id).ids).toEqual(['p9-2'])
+  })
+
+  it('drops the records read again (a crash before the commit) without a trace: no duplicate the client did not send', async () => {
+    const drops = async () => (await rows('event_drops', TABLES.event_drops, 'rep9')).length
+    const [first] = await throughChunks(asCalls(new ChunkStore()), records('rep9'), 'first')
+    expect(first.result).toMatchObject({ stored: 4, duplicates: 1, replayed: 0 })
+    const recorded = await drops()
+    // The same records again, under another token (read in other bounds): the four stored are the same copies, the
+    // repeat's drop is recorded already.
+    const [again] = await throughChunks(asCalls(new ChunkStore()), records('rep9'), 'again')
+    expect(again.result).toMatchObject({ stored: 0, duplicates: 0, replayed: 5 })
+    expect(await drops()).toBe(recorded)
+    expect(await rows('events', TABLES.events, 'rep9')).toHaveLength(4)
   })
 
   it('splits a chunk around the row ClickHouse refuses, by the bytes of its text', async () => {

@@ -8,8 +8,8 @@ import { Worker } from 'node:worker_threads'
 import { decodeRecord, MAX_ID_LENGTH, type UsageEvent } from '../core/events.ts'
 import type { MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
-import { candidatesOf, freshOf, outcomesOf, partToken, refusedRow, scopesOf, type BatchCounts, type BatchRows, type Candidates, type Rejected, type RefusedRow } from './outcomes.ts'
-import { batchLine, EventIds, keyOf, keysOf, lookupOf, type EventKey, type KeyLookup, type Outcome } from './store.ts'
+import { candidatesOf, dropKey, freshOf, outcomesOf, partToken, refusedRow, scopesOf, type BatchCounts, type BatchRows, type Candidates, type Rejected, type RefusedRow } from './outcomes.ts'
+import { batchLine, EventIds, keyOf, keysOf, lookupOf, type DropRow, type EventKey, type KeyLookup, type Outcome, type StoredRow } from './store.ts'
 
 /**
  * Record values as one buffer of their own (so it moves to the decode thread): record i is bytes
@@ -248,12 +248,15 @@ export class ChunkStore {
     return lookupOf(c.candidates.candidates)
   }
 
-  /** The chunk's outcomes once the lookup found `stored` (rows of tenant, environment, id), as insert text. */
-  prepare(id: number, stored: [string, string, string][], rules: Map<string, MeterRules[]>, expiresAt: string): ChunkRows {
+  /**
+   * The chunk's outcomes once the lookup found `stored` (with each stored copy's receipt instant), as insert text;
+   * `recorded`: the drops an earlier read of the same records recorded (asked for when this read finds itself a replay).
+   */
+  prepare(id: number, stored: StoredRow[], rules: Map<string, MeterRules[]>, expiresAt: string, recorded?: DropRow[]): ChunkRows {
     const c = this.chunk(id)
     if (!c.candidates) throw new Error(`chunk ${id} was not looked up`)
     const { events, rejected } = this.decoded(c)
-    const { fresh, keys, duplicates } = freshOf(c.candidates, keysOf(stored))
+    const { fresh, keys, duplicates, replayed } = freshOf(c.candidates, keysOf(stored), recorded && new Set(recorded.map(([tenantId, environmentId, i, kind, received]) => dropKey({ tenantId, environmentId, id: i }, kind, Number(received)))))
     const prepared = outcomesOf(fresh, keys, duplicates, rejected, rules)
     Object.assign(c, {
       decoded: undefined,
@@ -264,7 +267,7 @@ export class ChunkStore {
       rules,
       expiresAt,
     })
-    return { rows: encodeRows(prepared.outcomes, expiresAt), size: prepared.outcomes.length, result: prepared.result }
+    return { rows: encodeRows(prepared.outcomes, expiresAt), size: prepared.outcomes.length, result: { ...prepared.result, replayed } }
   }
 
   /** A prepared chunk's outcomes, from its records decoded again. */

@@ -88,10 +88,11 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   /** Chunks handed to the pipeline and not yet committed, oldest first. */
   let pipeline: InFlight[] = []
   let run = 0
-  const filter = dedupFilter(deps)
-  /** Settles when every chunk in the pipeline now is stored or given up: the dedup filter's fill waits for them. */
-  const inFlight = (): Promise<unknown> => Promise.allSettled(pipeline.map((e) => e.done))
-  void filter.maintain(inFlight)
+  // A dedup filter per partition held: loaded at its first chunk, let go (written to its snapshot) when revoked.
+  const filter = dedupFilter(deps, { name: `kafka-${kafka.topic}`, partitions: () => kafka.partitions() })
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    void filter.assign(payload.memberAssignment[kafka.topic] ?? []).catch((err: unknown) => deps.logger.warn({ err }, 'dedup filter: assignment not applied'))
+  })
 
   /**
    * A chunk's insert or commit failed: it and every chunk behind it (they wait on it, so fail with it) are
@@ -173,7 +174,6 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
       // (Each turn has its own `c`: the chunk's insert below reads it after the loop moved on.)
       for (let c = await t.calls.next(fetch); c; c = await t.calls.next(fetch)) {
         unjoined = c.id
-        void filter.maintain(inFlight)
         const range = { partition: b.partition, first: b.messages[c.from].offset, last: b.messages[c.to - 1].offset }
         const records = chunkRecords(t, c, b.messages)
         let ahead: InFlight[]
@@ -182,7 +182,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
         do {
           current = run
           ahead = pipeline.filter((e) => e.thread === t)
-          prepared = await prepareChunk(deps, t.calls, c, policy, ahead.map((e) => e.id), filter)
+          prepared = await prepareChunk(deps, t.calls, c, policy, ahead.map((e) => e.id), filter.of(b.partition))
           // A failure meanwhile: the ids taken as stored were not; classify again.
         } while (current !== run)
         // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
@@ -193,7 +193,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           await previous?.done
           // Ids a chunk ahead could not store after all were taken as stored: classify again.
           const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
-          const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy, [], filter) : prepared
+          const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy, [], filter.of(b.partition)) : prepared
           const { refused, ...result } = await storeChunk(deps, t.calls, c.id, ready, `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, 'kafka', policy)
           await deadLetter(b.topic, b.partition, records, refused)
           deps.logger.debug({ ...range, ...result, refused: refused.length }, 'usage batch stored')

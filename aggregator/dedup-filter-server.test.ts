@@ -1,12 +1,14 @@
-// On a ClickHouse server other processes insert too: a new generation's fill first waits for every insert into
-// event_batches that the server began before the generation's view existed (aggregator/dedup-filter.ts), however long
-// it runs, so the Set holds its ids; a process stopping meanwhile ends that wait at once. Server path only (the
-// clickhouse-http project, in CI): on chDB the process's own inserts are all there are.
+// On a ClickHouse server other processes insert too: a process that held a partition before may have died with an
+// insert still running there. A filter loaded for a partition first waits for every insert into event_batches the
+// server began before it (aggregator/dedup-filter.ts), however long it runs, so the filter holds its ids; a process
+// stopping meanwhile ends that wait at once. Server path only (the clickhouse-http project, in CI): on chDB the
+// process's own inserts are all there are.
 import { rmSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startRoles, type Running } from '../roles.ts'
 import { testConfig } from '../test/harness.ts'
 import { dedupFilter } from './dedup-filter.ts'
+import { lookupOf } from './store.ts'
 
 const config = testConfig({ KAFKA_BROKERS: '' })
 let running: Running
@@ -46,35 +48,28 @@ async function slowInsert(prefix: string, rows: number, seconds: number): Promis
 }
 
 describe.skipIf(!process.env.CLICKHOUSE_URL)('dedup filter on a ClickHouse server', () => {
-  it('fills a new generation only after an insert begun before its view has ended: the Set holds every id of it', async () => {
+  const direct = { name: 'server-barrier', partitions: async () => 1 }
+
+  it("is loaded only after an insert begun before it has ended: it holds every id of a dead owner's last insert", async () => {
     const insert = await slowInsert('slow', 6, 6)
-    const filter = dedupFilter(running.deps)
-    await filter.maintain(() => Promise.resolve())
-    const filled = performance.now()
-    expect(await insert.ended).toBeLessThanOrEqual(filled)
-    expect(await count('SELECT count() AS n FROM event_id_seen_generations')).toBe(1)
-    const inSet = await count(`SELECT countIf(sipHash64('${scope.tenantId}', '${scope.environmentId}', concat('slow-', toString(number))) IN event_id_seen_1) AS n FROM numbers(6)`)
-    expect(inSet).toBe(6)
+    const filter = dedupFilter(running.deps, direct)
+    await filter.assign([0])
+    const ids = Array.from({ length: 6 }, (_, i) => ({ ...scope, id: `slow-${i}` }))
+    const stored = await filter.of(0).stored(lookupOf(ids))
+    const loaded = performance.now()
+    expect(await insert.ended).toBeLessThanOrEqual(loaded)
+    expect(stored.map(([, , id]) => id).sort()).toEqual(ids.map((k) => k.id).sort())
     await filter.stop()
   }, 60_000)
 
-  it("stops at once while a fill waits for other processes' inserts, and leaves the generation unmarked", async () => {
-    // Generation 1 is filled (above): moving the clock is not needed, a dropped mark makes the next fill due.
-    await running.deps.ch.client.command({ query: 'TRUNCATE TABLE event_id_seen_generations' })
-    await running.deps.ch.client.command({ query: 'DROP VIEW IF EXISTS event_id_seen_1_from_batches' })
-    await running.deps.ch.client.command({ query: 'DROP TABLE IF EXISTS event_id_seen_1' })
+  it("stops at once while a load waits for other processes' inserts", async () => {
     const insert = await slowInsert('long', 20, 20)
-    const filter = dedupFilter(running.deps)
-    const maintained = filter.maintain(() => Promise.resolve())
-    // The view is made just before the wait.
-    while ((await count("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'event_id_seen_1_from_batches'")) === 0) {
-      await new Promise((r) => setTimeout(r, 50))
-    }
+    const filter = dedupFilter(running.deps, { ...direct, name: 'server-stop' })
+    await filter.assign([0])
     const t = performance.now()
     await filter.stop()
-    await maintained
     expect(performance.now() - t).toBeLessThan(10_000)
-    expect(await count('SELECT count() AS n FROM event_id_seen_generations')).toBe(0)
+    expect(filter.held()).toEqual([expect.objectContaining({ state: 'failed' })])
     await insert.ended
   }, 60_000)
 })

@@ -1,23 +1,23 @@
-// The dedup filter on real chDB: its first check may only ever say "not stored" for an id event_ids does not hold in
-// the window — ids stored before any generation (an upgrade), while a generation is made and filled, before a restart
-// (the Set's file) or by an insert whose Set write a crash lost; the same id in another environment is not stored; and
-// without a usable generation the lookup is the full one.
+// The dedup filter on real chDB: a partition's filter is built from event_ids with ClickHouse's hash and finds ids
+// stored before it existed (the upgrade path) but not their twins in another environment; it holds only the ids of
+// its partition's customers; a restart loads its snapshot and adds what was stored since (by any process); a revoked
+// partition is written to its snapshot and let go; its misses are trusted, its hits looked up exactly.
 import { randomUUID } from 'node:crypto'
-import { rmSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fixedClock } from '../core/clock.ts'
+import { ID_HASH_SQL, idHashes } from '../core/dedup-hash.ts'
+import { eventKey, keyPartition } from '../core/partition.ts'
 import { startRoles, type Running } from '../roles.ts'
 import { testConfig } from '../test/harness.ts'
-import { dedupFilter, type DedupFilter } from './dedup-filter.ts'
-import { batchLine, expiresText, insertBatch, lookupOf, storedRows } from './store.ts'
+import { dedupFilter, type DedupFilter, type FilterSource } from './dedup-filter.ts'
+import { batchLine, expiresText, insertBatch, lookupOf } from './store.ts'
 
-// Now: event_ids drops rows whose expires_at has passed (its TTL), and the test moves the clock on by a day.
-const clock = fixedClock(new Date())
 const config = testConfig({ KAFKA_BROKERS: '' })
 let running: Running
 // Only the API: no inserter of the program's own runs a filter beside the test's.
 beforeAll(async () => {
-  running = await startRoles(config, ['api'], { clock })
+  running = await startRoles(config, ['api'])
 })
 afterAll(async () => {
   await running?.stop()
@@ -27,105 +27,109 @@ afterAll(async () => {
 const scope = { tenantId: 'ten_filter', environmentId: 'env_filter' }
 const other = { ...scope, environmentId: 'env_filter_other' }
 const uuids = (n: number) => Array.from({ length: n }, () => randomUUID())
-const none = () => Promise.resolve()
+const PARTITIONS = 3
+/** A customer whose key the topic of PARTITIONS partitions gives to partition p. */
+const customerOf = (p: number): string => {
+  for (let i = 0; ; i++) if (keyPartition(eventKey({ ...scope, externalCustomerId: `cust-${i}` }), PARTITIONS) === p) return `cust-${i}`
+}
 
-function store(ids: string[], s = scope): Promise<void> {
-  const expires = expiresText(new Date(clock.now().getTime() + 35 * 86_400_000))
-  const lines = ids.map((id) => batchLine({ kind: 'stored', event: { id, ...s, eventName: 'call', externalCustomerId: 'c', customerId: '', source: '', timestamp: clock.now(), receivedAt: clock.now(), properties: {} }, rows: [] }, expires))
+function store(ids: string[], s = scope, customer = customerOf(0)): Promise<void> {
+  const now = new Date()
+  const expires = expiresText(new Date(now.getTime() + 35 * 86_400_000))
+  const lines = ids.map((id) => batchLine({ kind: 'stored', event: { id, ...s, eventName: 'call', externalCustomerId: customer, customerId: '', source: '', timestamp: now, receivedAt: now, properties: {} }, rows: [] }, expires))
   return insertBatch(running.deps.ch, lines.join('\n'), `filter-${randomUUID()}`)
 }
 
-/** The stored ids among `ids` (a chunk-sized lookup past 1,000 ids, listed below), through `filter`. */
-async function found(filter: DedupFilter, ids: string[], s = scope): Promise<string[]> {
-  return (await filter.stored(lookupOf(ids.map((id) => ({ ...s, id }))), [s])).map(([, , id]) => id).sort()
+/** The stored ids among `ids` looked up in partition p (a chunk-sized lookup past 1,000 ids, listed below). */
+async function found(filter: DedupFilter, p: number, ids: string[], s = scope): Promise<string[]> {
+  return (await filter.of(p).stored(lookupOf(ids.map((id) => ({ ...s, id }))))).map(([, , id]) => id).sort()
 }
 
-async function one<T>(query: string): Promise<T[]> {
-  return (await running.deps.ch.client.query({ query, format: 'JSONEachRow' })).json<T>()
-}
-const generations = async () => (await one<{ generation: number }>('SELECT DISTINCT generation FROM event_id_seen_generations ORDER BY generation')).map((r) => r.generation)
-const seenTables = async () => (await one<{ name: string }>("SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '^event_id_seen_[0-9]') ORDER BY name")).map((r) => r.name)
-/** Whether the Set of generation g holds the id's hash in the scope: the filter itself, not the lookup after it. */
-const inSet = async (g: number, id: string, s = scope) =>
-  Number((await one<{ hit: number }>(`SELECT sipHash64('${s.tenantId}', '${s.environmentId}', '${id}') IN event_id_seen_${g} AS hit`))[0].hit) === 1
+const source = (name: string): FilterSource => ({ name, partitions: async () => PARTITIONS })
+
+describe('the dedup hash', () => {
+  it("is ClickHouse's ID_HASH_SQL over event_ids' columns, for any id", async () => {
+    const keys = ['plain', 'ü-é 😀', 'tab\there', 'line\nbreak', 'back\\slash', '', 'x'.repeat(319)].map((id) => ({ tenantId: 'tén', environmentId: 'env\u0001', id }))
+    const rs = await running.deps.ch.client.query({
+      query: `SELECT toString(bitShiftRight(h, 32)) AS hi, toString(bitAnd(h, 4294967295)) AS lo
+        FROM (SELECT ${ID_HASH_SQL} AS h, n FROM (SELECT arrayJoin(arrayEnumerate({ids:Array(String)})) AS n, {tenant:String} AS tenant_id, {env:String} AS environment_id, {ids:Array(String)}[n] AS event_id)) ORDER BY n`,
+      query_params: { ids: keys.map((k) => k.id), tenant: 'tén', env: 'env\u0001' },
+      format: 'JSONEachRow',
+    })
+    const expected = (await rs.json<{ hi: string; lo: string }>()).flatMap((r) => [Number(r.hi), Number(r.lo)])
+    expect(Array.from(idHashes(keys))).toEqual(expected)
+  })
+})
 
 describe('dedup filter', () => {
-  let filter: DedupFilter
   const before = uuids(3)
   const elsewhere = uuids(2)
 
-  it('finds ids stored before its first generation existed (the upgrade path), and not their twins in another environment', async () => {
+  it('is built from event_ids: finds ids stored before it existed, not their twins in another environment, nor new ids', async () => {
     await store(before)
     await store(elsewhere, other)
-    filter = dedupFilter(running.deps)
-    await filter.maintain(none)
-    expect(await generations()).toEqual([1])
-    expect(await inSet(1, before[0])).toBe(true)
-    expect(await found(filter, [...before, ...elsewhere, ...uuids(2_000)])).toEqual([...before].sort())
-    expect(await found(filter, [...before, ...uuids(5)])).toEqual([...before].sort())
-    expect(await inSet(1, elsewhere[0])).toBe(false)
-    expect(await found(filter, [...before, ...elsewhere], other)).toEqual([...elsewhere].sort())
-    // Stored after the fill: in the Set through its view only.
-    const later = uuids(2)
-    await store(later)
-    expect(await inSet(1, later[0])).toBe(true)
-    expect(await found(filter, [...later, ...uuids(1_500)])).toEqual([...later].sort())
-  })
-
-  const during: string[] = []
-  it('finds ids inserted while a new generation is made and filled, then drops the old one', async () => {
-    clock.advance(86_400_000)
-    const inserts: Promise<void>[] = []
-    const batches = Array.from({ length: 4 }, () => uuids(3_000))
-    during.push(...batches.flat())
-    // One insert begun before the rotation, the others while it runs: the fill waits for those in flight when its view exists.
-    inserts.push(store(batches[0]))
-    const rotation = filter.maintain(() => Promise.all(inserts))
-    for (const batch of batches.slice(1)) inserts.push(store(batch))
-    await rotation
-    await Promise.all(inserts)
-    expect(await generations()).toEqual([1, 2])
-    for (const id of [during[0], during[3_000], during.at(-1)!, before[0]]) expect(await inSet(2, id)).toBe(true)
-    expect(await found(filter, [...during, ...uuids(1_000)])).toEqual([...during].sort())
-
-    clock.advance(10 * 60_000)
-    await filter.maintain(none)
-    expect(await seenTables()).toEqual(['event_id_seen_2', 'event_id_seen_2_from_batches'])
-    expect(await found(filter, [...before, ...uuids(10)])).toEqual([...before].sort())
-  })
-
-  it('looks ids up in event_ids when its generation is gone, then fills a new one', async () => {
-    await running.deps.ch.client.command({ query: 'DROP VIEW event_id_seen_2_from_batches' })
-    await running.deps.ch.client.command({ query: 'DROP TABLE event_id_seen_2' })
-    const after = uuids(2)
-    await store(after)
-    expect(await found(filter, [...before, ...after, ...uuids(1_500)])).toEqual([...before, ...after].sort())
-    await filter.maintain(none)
-    expect(await seenTables()).toEqual(['event_id_seen_3', 'event_id_seen_3_from_batches'])
-    expect(await inSet(3, after[0])).toBe(true)
-    expect(await found(filter, [...after, ...uuids(10)])).toEqual([...after].sort())
-  })
-
-  it('keeps its Set across a restart, and a restarted process adds back what a crash kept from it', async () => {
+    const filter = dedupFilter(running.deps, source('built'))
+    await filter.assign([0])
+    const fresh = uuids(1500)
+    expect(await found(filter, 0, [...before, ...fresh])).toEqual([...before].sort())
+    expect(await found(filter, 0, elsewhere)).toEqual([])
+    expect(await found(filter, 0, elsewhere, other)).toEqual([...elsewhere].sort())
+    expect(filter.held()).toEqual([expect.objectContaining({ partition: 0, state: 'ready' })])
     await filter.stop()
-    const kept = uuids(2)
-    await store(kept)
-    // An id in event_ids whose Set write was lost (a crash between the insert's event_ids part and its Set file).
-    const lost = randomUUID()
-    await running.deps.ch.client.command({
-      query: `INSERT INTO event_ids (tenant_id, environment_id, event_id, expires_at) VALUES ('${scope.tenantId}', '${scope.environmentId}', '${lost}', ${expiresText(new Date(clock.now().getTime() + 35 * 86_400_000)).replaceAll('"', "'")})`,
-    })
-    await running.stop()
-    running = await startRoles(config, ['api'], { clock })
-    expect(await inSet(3, kept[0])).toBe(true)
-    expect(await inSet(3, lost)).toBe(false)
-    const restarted = dedupFilter(running.deps)
-    await restarted.maintain(none)
-    expect(await inSet(3, lost)).toBe(true)
-    expect(await found(restarted, [...kept, lost, ...before, ...uuids(1_500)])).toEqual([...kept, lost, ...before].sort())
-    // The full lookup agrees.
-    const full = await storedRows(running.deps.ch, lookupOf([...kept, lost, ...before].map((id) => ({ ...scope, id }))))
-    expect(full.map(([, , id]) => id).sort()).toEqual([...kept, lost, ...before].sort())
+  })
+
+  it('holds the ids of its partition only, and a lookup adds its ids before their insert (a retried chunk finds them as hits)', async () => {
+    const mine = uuids(50)
+    const theirs = uuids(5000)
+    await store(mine, scope, customerOf(1))
+    await store(theirs, scope, customerOf(2))
+    const filter = dedupFilter(running.deps, source('sharded'))
+    await filter.assign([1])
+    // Partition 1's filter was built from its customers' ids: those of partition 2 are nearly all misses.
+    const held = filter.held()[0]
+    expect(held.ids).toBeLessThan(1000)
+    expect(await found(filter, 1, mine)).toEqual([...mine].sort())
+    const chunk = uuids(2000)
+    expect(await found(filter, 1, chunk)).toEqual([])
+    // Not inserted: looked up again, the hits are checked exactly and none is stored.
+    expect(await found(filter, 1, chunk)).toEqual([])
+    expect(filter.held()[0].ids).toBeGreaterThanOrEqual(held.ids + 2 * chunk.length)
+    await filter.stop()
+  })
+
+  it('writes its snapshot when a partition is revoked; a restart loads it and adds the ids stored since by anyone', async () => {
+    const filter = dedupFilter(running.deps, source('restart'))
+    await filter.assign([0])
+    const first = uuids(20)
+    expect(await found(filter, 0, first)).toEqual([])
+    await store(first)
+    await filter.assign([])
+    const snapshot = join(config.dataDir, 'dedup-filter', 'restart', '0.bloom')
+    expect(existsSync(snapshot)).toBe(true)
+    expect(filter.held()).toEqual([])
+    // Another process stores ids of partition 0 while this one does not hold it.
+    const meanwhile = uuids(30)
+    await store(meanwhile)
+    const restarted = dedupFilter(running.deps, source('restart'))
+    await restarted.assign([0])
+    expect(await found(restarted, 0, [...first, ...meanwhile, ...uuids(10)])).toEqual([...first, ...meanwhile].sort())
     await restarted.stop()
+  })
+
+  it('rebuilds from event_ids when its snapshot was made for another partition count', async () => {
+    const ids = uuids(10)
+    await store(ids, scope, customerOf(0))
+    const three = dedupFilter(running.deps, source('recount'))
+    await three.assign([0])
+    await found(three, 0, uuids(1))
+    await three.stop()
+    // The same snapshot directory, the topic now with one partition: every customer is partition 0's, also those the
+    // snapshot's filter (partition 0 of 3) did not hold.
+    const theirs = uuids(5)
+    await store(theirs, scope, customerOf(2))
+    const one = dedupFilter(running.deps, { name: 'recount', partitions: async () => 1 })
+    await one.assign([0])
+    expect(await found(one, 0, [...ids, ...theirs, ...uuids(3)])).toEqual([...ids, ...theirs].sort())
+    await one.stop()
   })
 })

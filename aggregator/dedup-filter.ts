@@ -1,116 +1,140 @@
-// The dedup filter: a first check of a chunk's ids against a Set of the hashes of every stored id of the dedup window,
-// so the exact lookup in event_ids reads only the ids found there (duplicates, and now and then a collision) instead
-// of scanning the window's ids for every chunk (docs/usage.md, "What a lookup costs"). ClickHouse stays the source of
-// truth: a generation is a Set table event_id_seen_<g> fed by a view on event_batches (the insert that writes
-// event_ids) and filled from event_ids; its row in event_id_seen_generations (sql/clickhouse/0007_event_id_seen.sql)
-// marks it filled. A Set never shrinks, so a new generation replaces it every period (core/dedup-generations.ts).
-// A miss must mean "not stored": every id of event_ids must reach the Set through the fill or through the view. An
-// insert that began before the view existed may not go through it, so the fill starts only after every such insert
-// has ended: on chDB (one process holds the data) the inserts this process had started; on a server, where other
-// processes insert too, every insert into event_batches the server lists as begun before the view (system.processes).
-// Without a generation this process may trust (none filled, one not yet topped up, its table gone), lookups are the
-// full lookup of event_ids, so correctness never depends on the filter.
+// The dedup filter: a first check of a chunk's ids, so the exact lookup in event_ids reads only the ids it may hold
+// (duplicates, and ~0.5% of new ids) instead of the dedup window's ids for every chunk (docs/usage.md, "The dedup
+// filter"). One blocked Bloom filter (core/bloom.ts, ~1.5–1.9 bytes an id) per partition of the event topic, held by
+// the process that consumes the partition: the Kafka key keeps a customer on one partition, so a partition's ids are
+// those of its customers, and N aggregators hold 1/N each. Direct mode's event log is one partition.
+// ClickHouse stays the source of truth: a filter is rebuilt from event_ids (ClickHouse computes the same hash,
+// core/dedup-hash.ts) or loaded from its snapshot on disk and topped up with the ids stored since; a miss is trusted,
+// a hit is looked up exactly. Every id of a chunk is added before its insert begins, so a miss always means "not
+// stored": by this process, by the filter's source, or (the barrier) by a process that held the partition before
+// and whose insert the server may still be running.
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { planGenerations, topUpFrom, type GenerationPlan } from '../core/dedup-generations.ts'
+import { BlockedBloom } from '../core/bloom.ts'
+import { ID_HASH_SQL } from '../core/dedup-hash.ts'
+import { eventKey, keyPartition } from '../core/partition.ts'
 import type { ClickHouse } from '../infra/clickhouse.ts'
-import { chDateTime, fromChDateTime } from '../infra/ch-literals.ts'
-import type { Scope } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
-import { storedRows, type KeyLookup } from './store.ts'
+import { idsOf, lookupOfIds, storedRows, type KeyLookup, type StoredRow } from './store.ts'
 
-/** How long a process keeps the generations it read before reading them again. */
-const CACHE_MS = 10_000
-/** How often a fill on a server asks whether the inserts begun before its view have ended. */
+/** A filter is sized for its ids times this at a build: room to grow before the next. */
+const HEADROOM = 1.25
+/** The smallest filter: 256 Ki ids, 384 KiB. */
+const MIN_CAPACITY = 256 * 1024
+/** A filter older than this is rebuilt (ids expired from event_ids leave it), and a snapshot older than this is not used. */
+const REBUILD_AFTER_MS = 7 * 86_400_000
+/** Snapshots of the partitions held are written this often, and when a partition is revoked or the process stops. */
+const SNAPSHOT_EVERY_MS = 5 * 60_000
+/** A top-up reads the ids stored since a snapshot less this: the server's clock against a statement's start. */
+const TOP_UP_MARGIN_S = 600
+/** Lookups whose hashes a rebuild adds again: more than the chunks a pipeline holds in flight (3). */
+const RECENT_LOOKUPS = 16
+/** How often the barrier asks whether the inserts begun before it have ended. */
 const INSERTS_POLL_MS = 500
-/** Ids a fill statement hashes at most (about): a long fill logs its progress, and a server statement stays within its timeout. */
-const FILL_SLICE_IDS = 20_000_000
 
-const setTable = (g: number): string => `event_id_seen_${g}`
-const viewOf = (g: number): string => `event_id_seen_${g}_from_batches`
+/** The lookup of one partition's chunks. */
+export interface PartitionLookup {
+  /** The stored keys of a lookup (with their receipt instants): the filter's hits looked up exactly, its misses trusted. */
+  stored(lookup: KeyLookup): Promise<StoredRow[]>
+}
 
 export interface DedupFilter {
-  /** The stored keys of a lookup of a batch of `scopes`: the filter first when a trusted generation is filled, else the full lookup. */
-  stored(lookup: KeyLookup, scopes: Scope[]): Promise<[string, string, string][]>
-  /**
-   * Between batches: starts what the generations need (a top-up, a fill, drops) in the background, once at a time.
-   * `inFlight` resolves when the inserts this process has started by then have ended. Resolves when that work ends.
-   */
-  maintain(inFlight: () => Promise<unknown>): Promise<void>
-  /** Ends the background work: a fill stops between its statements (the next start finishes it). */
+  /** The partition's lookup; its filter is loaded at the first lookup (which waits for it). */
+  of(partition: number): PartitionLookup
+  /** The partitions this process holds now: the others' filters are written to their snapshots and let go. */
+  assign(partitions: number[]): Promise<void>
+  /** Partitions held and their filters' sizes, for health and metrics. */
+  held(): { partition: number; ids: number; bytes: number; state: 'loading' | 'ready' | 'failed' }[]
+  /** Writes the snapshots of the partitions held and ends the background work. */
   stop(): Promise<void>
 }
 
-interface State {
-  at: number
-  plan: GenerationPlan
-  filledAt?: Date
+export interface FilterSource {
+  /** Names the snapshots' directory: `kafka-<topic>` or `event-log`. */
+  name: string
+  /** The event topic's partitions now (1 for the event log): a filter holds the ids of the customers its key gives it. */
+  partitions(): Promise<number>
 }
 
-async function readGenerations(ch: ClickHouse, now: Date): Promise<State> {
-  const [marks, tables] = await Promise.all([
-    ch.reader.query({ query: 'SELECT generation, min(filled_at) AS filled_at FROM event_id_seen_generations GROUP BY generation', format: 'JSONEachRow' }).then((rs) => rs.json<{ generation: number; filled_at: string }>()),
-    ch.reader
-      .query({ query: "SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '^event_id_seen_[0-9]+(_from_batches)?$')", format: 'JSONEachRow' })
-      .then((rs) => rs.json<{ name: string }>()),
-  ])
-  const marked = new Map(marks.map((m) => [Number(m.generation), fromChDateTime(m.filled_at)]))
-  const numbers = (views: boolean) => tables.filter(({ name }) => name.endsWith('_from_batches') === views).map(({ name }) => Number(/\d+/.exec(name)![0]))
-  const plan = planGenerations({ marked, sets: numbers(false), views: numbers(true) }, now)
-  return { at: now.getTime(), plan, filledAt: plan.use === undefined ? undefined : marked.get(plan.use) }
+interface Held {
+  partition: number
+  /** The topic's partitions the filter was built for. */
+  count: number
+  bloom?: BlockedBloom
+  ready: Promise<void>
+  failed?: Error
+  /** When (ClickHouse's clock, ms) the filter's source was read: its age decides a rebuild. */
+  builtAt: number
+  /** Hashes added while a rebuild reads: added to the new filter before it replaces this one. */
+  pending?: Uint32Array[]
+  /** The hashes of the last lookups: chunks whose inserts may not have landed when a rebuild reads event_ids. */
+  recent: Uint32Array[]
+  rebuilding?: Promise<void>
 }
 
-export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupFilter {
-  const { ch, logger } = deps
-  let state: State | undefined
-  let reading: Promise<State> | undefined
-  let task: Promise<void> | undefined
-  /** Aborted by stop(): maintenance ends, the fill's wait for other processes' inserts (on a server) at once. */
-  const stopped = new AbortController()
-  /** After a failure, maintenance waits this long rather than trying again at every batch. */
-  let retryAt = 0
-  /** Generations this process filled or topped up itself: the only ones its lookups use. */
-  const trusted = new Set<number>()
+/** The file of a partition's snapshot: a JSON header line, then the filter's words. */
+interface SnapshotHeader {
+  partition: number
+  count: number
+  added: number
+  builtAt: number
+  takenAt: number
+  words: number
+}
 
-  const generations = async (): Promise<State> => {
-    // Aged by the process's clock, as the plan is made by it.
-    if (state && deps.clock.now().getTime() - state.at < CACHE_MS) return state
-    reading ??= readGenerations(ch, deps.clock.now()).finally(() => (reading = undefined))
-    state = await reading
-    return state
-  }
+/** ClickHouse's clock, in ms: the tops-ups compare it with the rows' inserted_at, written by the server. */
+async function chNow(ch: ClickHouse): Promise<number> {
+  const rs = await ch.reader.query({ query: 'SELECT toString(toUnixTimestamp64Milli(now64(3))) AS t', format: 'JSONEachRow' })
+  return Number((await rs.json<{ t: string }>())[0].t)
+}
 
-  /** Hashes of event_ids' ids into a generation, in slices of about FILL_SLICE_IDS ids, from rows expiring after `from`. */
-  const fill = async (g: number, from: Date): Promise<void> => {
-    const at = `toDateTime('${chDateTime(from).slice(0, 19)}', 'UTC')`
-    const after = `expires_at > ${at}`
-    // Slices of the rows to read, not of the table: each slice scans the table's expires_at, and a restart's top-up
-    // reads only the last day's ids. Counted without a scan, from the parts' TTL ranges: the rows of every part that
-    // may hold such an id (or has no range).
-    const rs = await ch.reader.query({
-      query: `SELECT toString(sum(rows)) AS n FROM system.parts WHERE database = currentDatabase() AND table = 'event_ids' AND active
-        AND (delete_ttl_info_max > ${at} OR toUnixTimestamp(delete_ttl_info_max) = 0)`,
-      format: 'JSONEachRow',
-    })
-    const slices = Math.max(1, Math.ceil(Number((await rs.json<{ n: string }>())[0].n) / FILL_SLICE_IDS))
-    for (let slice = 0; slice < slices; slice++) {
-      stopped.signal.throwIfAborted()
-      await ch.commandApart(`INSERT INTO ${setTable(g)} SELECT sipHash64(tenant_id, environment_id, event_id) FROM event_ids
-        WHERE ${after}${slices > 1 ? ` AND id_hash % ${slices} = ${slice}` : ''}`)
-      if (slices > 1) logger.info({ generation: g, slice: slice + 1, of: slices }, 'dedup filter: filling a generation from event_ids')
+/** Reads `hi,lo` lines of a statement's two UInt32 columns (ClickHouse's CSV) into the filter, as they come. */
+async function addRows(ch: ClickHouse, bloom: BlockedBloom, query: string, signal: AbortSignal, pending?: (hashes: Uint32Array) => void): Promise<void> {
+  let hi = 0
+  let value = 0
+  for await (const piece of ch.streamCsv({ query, signal })) {
+    const b = piece.bytes
+    for (let i = 0; i < b.length; i++) {
+      const c = b[i]
+      if (c >= 48 && c <= 57) value = value * 10 + (c - 48)
+      else if (c === 44) {
+        hi = value
+        value = 0
+      } else if (c === 10) {
+        bloom.add(hi, value)
+        pending?.(Uint32Array.of(hi, value))
+        value = 0
+      }
     }
   }
+}
+
+const HASH_COLUMNS = `toUInt32(bitShiftRight(h, 32)) AS hi, toUInt32(bitAnd(h, 4294967295)) AS lo`
+
+export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config'>, source: FilterSource): DedupFilter {
+  const { ch, logger } = deps
+  const held = new Map<number, Held>()
+  const stopped = new AbortController()
+  const dir = join(deps.config.dataDir, 'dedup-filter', source.name.replace(/[^A-Za-z0-9._-]/g, '_'))
+  const fileOf = (p: number): string => join(dir, `${p}.bloom`)
+  let cleanup: Promise<void> | undefined
+  /** Snapshot writes so far: each writes a temporary file of its own, renamed over the snapshot. */
+  let writes = 0
 
   /**
-   * On a server: resolves once no insert into event_batches that the server began before now is running. An insert's
-   * views are fixed when it begins, so those begun after a view exists go through it; the server's own clock and
-   * list decide, whatever the inserts' durations and whichever processes sent them.
+   * On a server: resolves once no insert into event_batches that the server began before now is running. A process
+   * that held a partition before this one may have died with an insert still running there: its ids reach event_ids
+   * only when it ends, and the filter must hold them before its misses are trusted.
    */
   const insertsBegunBefore = async (): Promise<void> => {
+    if (ch.kind !== 'server') return
     const at = (await (await ch.reader.query({ query: 'SELECT toString(toUnixTimestamp64Micro(now64(6))) AS t', format: 'JSONEachRow' })).json<{ t: string }>())[0].t
     for (;;) {
       stopped.signal.throwIfAborted()
       const rs = await ch.reader.query({
-        query: `SELECT count() AS n FROM system.processes
+        // On a cluster every replica's inserts: a dead owner may have sent its last insert through another node.
+        query: `SELECT count() AS n FROM ${ch.cluster ? `clusterAllReplicas('${ch.cluster}', system.processes)` : 'system.processes'}
           WHERE query_kind = 'Insert' AND current_database = currentDatabase() AND positionCaseInsensitive(query, 'event_batches') > 0
             AND toUnixTimestamp64Micro(now64(6)) - toInt64(elapsed * 1000000) <= ${BigInt(at)}`,
         format: 'JSONEachRow',
@@ -120,73 +144,189 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'clock'>): DedupF
     }
   }
 
-  const run = async (plan: GenerationPlan, filledAt: Date | undefined, inFlight: () => Promise<unknown>): Promise<void> => {
-    if (plan.fill !== undefined) {
-      const g = plan.fill
-      logger.info({ generation: g }, 'dedup filter: a new generation')
-      await ch.client.command({ query: `CREATE TABLE IF NOT EXISTS ${setTable(g)} (h UInt64) ENGINE = Set` })
-      await ch.client.command({
-        query: `CREATE MATERIALIZED VIEW IF NOT EXISTS ${viewOf(g)} TO ${setTable(g)} AS
-          SELECT sipHash64(tenant_id, environment_id, id) AS h FROM event_batches WHERE kind = 'stored'`,
-      })
-      // Inserts begun before the view may not go through it: they end before the fill reads event_ids.
-      await Promise.all([inFlight().catch(() => {}), ch.kind === 'server' ? insertsBegunBefore() : undefined])
-      const at = deps.clock.now()
-      await fill(g, at)
-      await ch.client.insert({ table: 'event_id_seen_generations', values: [{ generation: g, filled_at: chDateTime(at) }], format: 'JSONEachRow' })
-      trusted.add(g)
-      logger.info({ generation: g }, 'dedup filter: generation filled')
-    } else if (plan.use !== undefined && !trusted.has(plan.use) && filledAt) {
-      // Filled before this process started (or by another one): what a crash may have kept from it is added again.
-      await fill(plan.use, topUpFrom(filledAt))
-      trusted.add(plan.use)
-      logger.info({ generation: plan.use }, 'dedup filter: generation topped up')
-    }
-    for (const g of plan.drop) {
-      // The view first: an insert into event_batches fails while a view's table is missing.
-      await ch.client.command({ query: `DROP VIEW IF EXISTS ${viewOf(g)}` })
-      await ch.client.command({ query: `DROP TABLE IF EXISTS ${setTable(g)}` })
-      trusted.delete(g)
-      logger.info({ generation: g }, 'dedup filter: old generation dropped')
-    }
-    state = undefined
+  /** The customers of a partition, as a table expression's condition on event_ids; none when the topic has one partition. */
+  const customersOf = async (partition: number, count: number): Promise<string | undefined> => {
+    if (count === 1) return undefined
+    const rs = await ch.reader.query({
+      query: 'SELECT DISTINCT tenant_id, environment_id, external_customer_id FROM event_ids WHERE expires_at > now()',
+      format: 'JSONCompactEachRow',
+    })
+    const mine = (await rs.json<[string, string, string]>()).filter(([tenantId, environmentId, externalCustomerId]) => keyPartition(eventKey({ tenantId, environmentId, externalCustomerId }), count) === partition)
+    return mine.map((c) => c.map((s) => s.replace(/[\\\t\n\r]/g, (x) => ({ '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' })[x]!)).join('\t')).join('\n')
   }
 
+  /** A filter of the partition's ids in event_ids, read now; `pending` sees each hash added (for a rebuild's catch-up). */
+  const build = async (partition: number, count: number): Promise<{ bloom: BlockedBloom; builtAt: number }> => {
+    const builtAt = await chNow(ch)
+    const customers = await customersOf(partition, count)
+    const read = async (where: string): Promise<BlockedBloom> => {
+      const n = Number((await (await ch.reader.query({ query: `SELECT toString(count()) AS n FROM event_ids WHERE expires_at > now()${where}`, format: 'JSONEachRow' })).json<{ n: string }>())[0].n)
+      const bloom = BlockedBloom.sized(Math.max(MIN_CAPACITY, Math.ceil(n * HEADROOM)))
+      await addRows(ch, bloom, `SELECT ${HASH_COLUMNS} FROM (SELECT ${ID_HASH_SQL} AS h FROM event_ids WHERE expires_at > now()${where})`, stopped.signal)
+      return bloom
+    }
+    if (customers === undefined) return { bloom: await read(''), builtAt }
+    if (customers === '') return { bloom: BlockedBloom.sized(MIN_CAPACITY), builtAt }
+    const bloom = await ch.withRows({ format: 'TabSeparated', structure: 'tenant_id String, environment_id String, external_customer_id String', text: customers }, (rows) =>
+      read(` AND (tenant_id, environment_id, external_customer_id) IN (SELECT tenant_id, environment_id, external_customer_id FROM ${rows})`),
+    )
+    return { bloom, builtAt }
+  }
+
+  /** Adds the ids stored since `since` (ClickHouse's clock, ms), whatever their partition: a few more are harmless. */
+  const topUp = async (bloom: BlockedBloom, since: number): Promise<void> => {
+    const from = Math.floor(since / 1000) - TOP_UP_MARGIN_S
+    await addRows(ch, bloom, `SELECT ${HASH_COLUMNS} FROM (SELECT ${ID_HASH_SQL} AS h FROM event_ids WHERE inserted_at >= toDateTime(${from}) AND expires_at > now())`, stopped.signal)
+  }
+
+  const readSnapshot = async (partition: number, count: number, now: number): Promise<{ header: SnapshotHeader; bloom: BlockedBloom } | undefined> => {
+    let file: Buffer
+    try {
+      file = await readFile(fileOf(partition))
+    } catch {
+      return undefined
+    }
+    const newline = file.indexOf(10)
+    try {
+      const header = JSON.parse(file.subarray(0, newline).toString('utf8')) as SnapshotHeader
+      const body = file.subarray(newline + 1)
+      if (header.partition !== partition || header.count !== count || now - header.builtAt > REBUILD_AFTER_MS || body.length !== header.words * 4) return undefined
+      // Aligned for the word view: the body follows a header of any length.
+      const words = new Uint32Array(header.words)
+      new Uint8Array(words.buffer).set(body)
+      return { header, bloom: new BlockedBloom(words, header.added) }
+    } catch {
+      logger.warn({ partition, file: fileOf(partition) }, 'dedup filter: snapshot unreadable; rebuilding from event_ids')
+      return undefined
+    }
+  }
+
+  /** Writes a filter's snapshot: bits are only ever set, so words changing while written still hold every id added before `takenAt`. */
+  const writeSnapshot = async (h: Held): Promise<void> => {
+    const bloom = h.bloom
+    if (!bloom) return
+    const takenAt = await chNow(ch)
+    const header: SnapshotHeader = { partition: h.partition, count: h.count, added: bloom.added, builtAt: h.builtAt, takenAt, words: bloom.words.length }
+    await mkdir(dir, { recursive: true })
+    const tmp = `${fileOf(h.partition)}.${process.pid}.${++writes}.tmp`
+    await writeFile(tmp, Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), Buffer.from(bloom.words.buffer, bloom.words.byteOffset, bloom.words.byteLength)]))
+    await rename(tmp, fileOf(h.partition))
+  }
+
+  /** The filters of the Set generations that came before this one (views first: an insert fails while a view's table is missing). */
+  const dropOldGenerations = async (): Promise<void> => {
+    const rs = await ch.reader.query({ query: "SELECT name FROM system.tables WHERE database = currentDatabase() AND match(name, '^event_id_seen_[0-9]+(_from_batches)?$')", format: 'JSONEachRow' })
+    const names = (await rs.json<{ name: string }>()).map((r) => r.name).sort((a, b) => Number(b.endsWith('_from_batches')) - Number(a.endsWith('_from_batches')))
+    for (const name of names) await ch.client.command({ query: `DROP ${name.endsWith('_from_batches') ? 'VIEW' : 'TABLE'} IF EXISTS ${name}` })
+    if (names.length > 0) logger.info({ dropped: names }, 'dedup filter: the Set generations of earlier versions dropped')
+  }
+
+  const load = async (h: Held): Promise<void> => {
+    const t = performance.now()
+    cleanup ??= dropOldGenerations().catch((err: unknown) => logger.warn({ err }, 'dedup filter: old Set generations not dropped'))
+    await cleanup
+    h.count = await source.partitions()
+    // The barrier comes before the reads: what a server still inserts for this partition is then in event_ids.
+    await insertsBegunBefore()
+    const now = await chNow(ch)
+    const snapshot = await readSnapshot(h.partition, h.count, now)
+    if (snapshot) {
+      await topUp(snapshot.bloom, snapshot.header.takenAt)
+      Object.assign(h, { bloom: snapshot.bloom, builtAt: snapshot.header.builtAt })
+      logger.info({ partition: h.partition, ids: snapshot.bloom.added, ms: Math.round(performance.now() - t) }, 'dedup filter: loaded from its snapshot and topped up')
+    } else {
+      const { bloom, builtAt } = await build(h.partition, h.count)
+      Object.assign(h, { bloom, builtAt })
+      logger.info({ partition: h.partition, ids: bloom.added, ms: Math.round(performance.now() - t) }, 'dedup filter: built from event_ids')
+    }
+  }
+
+  const hold = (partition: number): Held => {
+    let h = held.get(partition)
+    if (!h) {
+      const fresh: Held = { partition, count: 0, builtAt: 0, ready: Promise.resolve(), recent: [] }
+      fresh.ready = load(fresh).catch((err: unknown) => {
+        fresh.failed = err as Error
+        throw err
+      })
+      fresh.ready.catch(() => {})
+      held.set(partition, fresh)
+      h = fresh
+    }
+    return h
+  }
+
+  /** Replaces a full or old filter with one read anew, in the background; lookups go on with the old one meanwhile. */
+  const rebuild = (h: Held): void => {
+    if (h.rebuilding || stopped.signal.aborted) return
+    h.pending = [...h.recent]
+    h.rebuilding = build(h.partition, h.count)
+      .then(({ bloom, builtAt }) => {
+        for (const hashes of h.pending ?? []) bloom.addAll(hashes)
+        logger.info({ partition: h.partition, ids: bloom.added, bytes: bloom.bytes, was: h.bloom?.bytes }, 'dedup filter: rebuilt')
+        Object.assign(h, { bloom, builtAt })
+      })
+      .catch((err: unknown) => {
+        if (!stopped.signal.aborted) logger.warn({ err, partition: h.partition }, 'dedup filter: rebuild failed; the current filter stays')
+      })
+      .finally(() => Object.assign(h, { pending: undefined, rebuilding: undefined }))
+  }
+
+  const snapshots = setInterval(() => {
+    for (const h of held.values()) if (h.bloom) writeSnapshot(h).catch((err: unknown) => logger.warn({ err, partition: h.partition }, 'dedup filter: snapshot not written'))
+  }, SNAPSHOT_EVERY_MS)
+  snapshots.unref()
+
   return {
-    async stored(lookup, scopes) {
-      const use = await generations().then(
-        ({ plan }) => (plan.use !== undefined && trusted.has(plan.use) ? plan.use : undefined),
-        () => undefined,
-      )
-      if (use === undefined) return storedRows(ch, lookup)
-      try {
-        return await storedRows(ch, lookup, { table: setTable(use), scopes })
-      } catch (err) {
-        // Its table dropped meanwhile, or ClickHouse failing: read the generations again, and the full lookup now.
-        logger.warn({ err, generation: use }, 'dedup filter not read; looking ids up in event_ids')
-        state = undefined
-        trusted.delete(use)
-        return storedRows(ch, lookup)
+    of(partition) {
+      return {
+        async stored(lookup) {
+          const h = hold(partition)
+          try {
+            await h.ready
+          } catch {
+            // Loading failed (ClickHouse down): the full lookup now, and the load again at the next lookup.
+            if (held.get(partition) === h) held.delete(partition)
+            return storedRows(ch, lookup)
+          }
+          const { bloom } = h
+          const hashes = lookup.hashes
+          if (!bloom || !hashes) return storedRows(ch, lookup)
+          const hits = bloom.hits(hashes)
+          // Added before the insert begins; a chunk that fails is looked up again and then finds them as hits.
+          bloom.addAll(hashes)
+          h.pending?.push(hashes)
+          h.recent.push(hashes)
+          if (h.recent.length > RECENT_LOOKUPS) h.recent.shift()
+          if (bloom.added > bloom.capacity || Date.now() - h.builtAt > REBUILD_AFTER_MS) rebuild(h)
+          if (hits.length === 0) return []
+          const ids = idsOf(lookup)
+          return storedRows(ch, lookupOfIds(lookup, hits.map((i) => ids[i])))
+        },
       }
     },
-    maintain(inFlight) {
-      if (task || stopped.signal.aborted || Date.now() < retryAt) return task ?? Promise.resolve()
-      task = generations()
-        .then(({ plan, filledAt }) => {
-          const due = plan.fill !== undefined || plan.drop.length > 0 || (plan.use !== undefined && !trusted.has(plan.use))
-          return due ? run(plan, filledAt, inFlight) : undefined
-        })
-        .catch((err: unknown) => {
-          state = undefined
-          retryAt = Date.now() + CACHE_MS
-          if (!stopped.signal.aborted) logger.warn({ err }, 'dedup filter maintenance failed; lookups read event_ids until it succeeds')
-        })
-        .finally(() => (task = undefined))
-      return task
+    async assign(partitions) {
+      const keep = new Set(partitions)
+      for (const [p, h] of held) {
+        if (keep.has(p)) continue
+        held.delete(p)
+        await h.ready.catch(() => {})
+        await h.rebuilding
+        await writeSnapshot(h).catch((err: unknown) => logger.warn({ err, partition: p }, 'dedup filter: snapshot not written'))
+      }
+      for (const p of partitions) hold(p)
+    },
+    held() {
+      return [...held.values()].map((h) => ({ partition: h.partition, ids: h.bloom?.added ?? 0, bytes: h.bloom?.bytes ?? 0, state: h.failed ? 'failed' : h.bloom ? 'ready' : 'loading' }))
     },
     async stop() {
+      clearInterval(snapshots)
       stopped.abort()
-      await task
+      for (const h of held.values()) {
+        await h.ready.catch(() => {})
+        await h.rebuilding
+        await writeSnapshot(h).catch((err: unknown) => logger.warn({ err, partition: h.partition }, 'dedup filter: snapshot not written'))
+      }
     },
   }
 }

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest'
 import type { UsageEvent } from '../core/events.ts'
 import { candidatesOf } from './outcomes.ts'
-import { EventIds, keyOf, lookupOf, type EventKey } from './store.ts'
+import { EventIds, idsOf, keyOf, lookupOf, type EventKey } from './store.ts'
+import { idHashes } from '../core/dedup-hash.ts'
 
 // A fixed-seed generator: the same cases on every run.
 let seed = 7
@@ -83,14 +84,13 @@ describe('candidatesOf', () => {
 })
 
 describe('lookupOf', () => {
-  it('asks for each id once, with the tenants and environments they come from', () => {
-    expect(lookupOf([{ tenantId: 't', environmentId: 'e', id: 'b' }, { tenantId: 't', environmentId: 'e', id: 'a' }])).toEqual({ tenants: ['t'], envs: ['e'], ids: ['b', 'a'] })
-    // One id in two scopes: asked once.
-    expect(lookupOf([{ tenantId: 't', environmentId: 'e', id: 'a' }, { tenantId: 't', environmentId: 'f', id: 'a' }, { tenantId: 'u', environmentId: 'e', id: 'b' }])).toEqual({
-      tenants: ['t', 'u'],
-      envs: ['e', 'f'],
-      ids: ['a', 'b'],
-    })
+  it('asks for each key, with the tenants and environments they come from and the dedup hash of each in its scope', () => {
+    const keys = [{ tenantId: 't', environmentId: 'e', id: 'b' }, { tenantId: 't', environmentId: 'e', id: 'a' }]
+    expect(lookupOf(keys)).toEqual({ tenants: ['t'], envs: ['e'], ids: ['b', 'a'], hashes: idHashes(keys) })
+    // One id in two scopes: asked twice (the lookup's IN ignores it), each with its scope's hash.
+    const twice = lookupOf([{ tenantId: 't', environmentId: 'e', id: 'a' }, { tenantId: 't', environmentId: 'f', id: 'a' }, { tenantId: 'u', environmentId: 'e', id: 'b' }])
+    expect(twice).toMatchObject({ tenants: ['t', 'u'], envs: ['e', 'f'], ids: ['a', 'a', 'b'] })
+    expect(twice.hashes!.slice(0, 2)).not.toEqual(twice.hashes!.slice(2, 4))
   })
 
   it('gives more than 1,000 ids as TabSeparated lines, odd ones escaped', () => {
@@ -101,5 +101,7 @@ describe('lookupOf', () => {
     const odd = plain.map((id, i) => (i === 7 ? 'q"\\\n😀\tx\r' : id))
     expect(of(odd).text!.split('\n')[7]).toBe('q"\\\\\\n😀\\tx\\r')
     expect(of(odd).text!.split('\n')).toHaveLength(1_001)
+    // Read back as they were given, for the exact lookup of the filter's hits.
+    expect(idsOf(of(odd))).toEqual(odd)
   })
 })

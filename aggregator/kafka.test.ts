@@ -187,4 +187,29 @@ describe.skipIf(!brokers)('Kafka mode', () => {
       expect(views.results.map((w) => w.value.toFixed())).toEqual(raw.results.map((w) => w.value.toFixed()))
     }
   })
+
+  it("reports what the client sent after a crash: a chunk read again adds no duplicates, a real resend is one", async () => {
+    await stopAggregator?.()
+    // Last: its events would count in the totals the tests above check. One customer: one partition, and the resend in
+    // the same chunk as its original.
+    const once = events('once', 300, 1).map((e) => ({ ...e, customer: 'replayed' }))
+    await send(h, once, { customer: 'replayed', name: 'job' })
+    await send(h, [{ ...once[7], at: '2024-07-20T00:00:00.000Z' }], { customer: 'replayed', name: 'job' })
+    let inserted = 0
+    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!, {
+      afterInsert: async () => {
+        inserted++
+        throw new Error('killed between insert and commit')
+      },
+    })
+    await until('the dying aggregator inserted a chunk', async () => inserted > 0)
+    await stopAggregator()
+    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!)
+    await until('the 300 events are counted', async () => (await total(count, 'replayed')) === '300')
+    await until('the resend is recorded', async () => (await h.http('GET', '/v1/events/lookup?event_id=once-7')).body.status === 'duplicate')
+    expect((await h.http('GET', '/v1/events/lookup?event_id=once-7')).body.duplicates).toHaveLength(1)
+    expect((await h.http('GET', '/v1/events/lookup?event_id=once-0')).body.status).toBe('stored')
+    const drops = await h.running.deps.ch.client.query({ query: "SELECT count() AS n FROM event_drops WHERE startsWith(event_id, 'once-')", format: 'JSONEachRow' })
+    expect(Number((await drops.json<{ n: string }>())[0].n)).toBe(1)
+  })
 })

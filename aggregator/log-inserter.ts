@@ -11,7 +11,7 @@ import type { Scope } from '../core/scope.ts'
 import { startChunkThread, type ChunkRows, type ChunkThread } from './chunks.ts'
 import type { RetryPolicy } from './retry.ts'
 import { prepareChunk, storeChunk } from './writer.ts'
-import { dedupFilter, type DedupFilter } from './dedup-filter.ts'
+import { dedupFilter, type PartitionLookup } from './dedup-filter.ts'
 
 export interface LogInserter {
   /** Inserts what the log holds, then stops; a batch ClickHouse will not take is left for the next start. */
@@ -32,7 +32,7 @@ interface Prepared {
  * resolved; the ids of `inFlight` (a chunk being inserted) count as stored. Copies cross (and are moved): the batch's
  * own arrays stay whole for a retry after a failure.
  */
-async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryPolicy, inFlight: Prepared | undefined, filter: DedupFilter): Promise<Prepared> {
+async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryPolicy, inFlight: Prepared | undefined, filter: PartitionLookup): Promise<Prepared> {
   const fetch = await t.calls.fetch(batch.bytes.slice(), batch.starts.slice(), batch.ends.slice(), Number.MAX_SAFE_INTEGER)
   const c = await t.calls.next(fetch)
   await t.calls.release(fetch)
@@ -61,7 +61,9 @@ async function insert(deps: Deps, p: Prepared, policy: RetryPolicy, log: EventLo
 export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
   let stopping = false
   let thread: ChunkThread | undefined
-  const filter = dedupFilter(deps)
+  // The log is one partition, held by this process alone.
+  const dedup = dedupFilter(deps, { name: 'event-log', partitions: async () => 1 })
+  const filter = dedup.of(0)
   const policy: RetryPolicy = {
     attempts: Number.POSITIVE_INFINITY,
     baseMs: 200,
@@ -85,8 +87,6 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
     let redo: LogBatch[] = []
     let inFlight: { p: Prepared; done: Promise<number> } | undefined
     for (;;) {
-      // The dedup filter's fill waits for the batch being inserted.
-      void filter.maintain(() => inFlight?.done.catch(() => {}) ?? Promise.resolve())
       let batch: LogBatch | undefined
       let next: Prepared | undefined
       try {
@@ -141,7 +141,7 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
       stopping = true
       log.notify()
       await running
-      await filter.stop()
+      await dedup.stop()
       await thread?.close()
     },
   }

@@ -7,7 +7,7 @@ import type { UsageEvent } from '../core/events.ts'
 import { resolveEvent, type MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
 import { scopeKey } from '../domains/catalog/meters/service.ts'
-import { batchLine, EventIds, keyOf, type Outcome } from './store.ts'
+import { batchLine, EventIds, keyOf, type EventKey, type Outcome, type StoredKeys } from './store.ts'
 
 export interface Rejected {
   event: Pick<UsageEvent, 'id' | 'tenantId' | 'environmentId'> & Partial<UsageEvent>
@@ -27,6 +27,8 @@ export interface BatchCounts {
   rejected: number
   /** Meter rows not written because the event lacked a usable value: (meter, reason) counts. */
   skippedValues: number
+  /** Copies read again of records already stored or recorded (after a crash or a rebalance): not a client's resends. */
+  replayed?: number
 }
 
 /** A batch classified and resolved, ready to insert. */
@@ -70,19 +72,39 @@ function inAny(sets: readonly EventIds[], k: UsageEvent): boolean {
   return false
 }
 
-/** The candidates the lookup did not find stored; the others join the duplicates. */
-export function freshOf({ candidates, keys, duplicates }: Candidates, stored: EventIds): { fresh: UsageEvent[]; keys: EventIds; duplicates: UsageEvent[] } {
-  if (stored.size === 0) return { fresh: candidates, keys, duplicates }
+/**
+ * The candidates the lookup did not find stored; the others join the duplicates, but for copies read again (their
+ * stored copy was received at the same instant: the same record, replayed after a crash or a rebalance), which are
+ * dropped without a trace: the client sent them once. Duplicates already recorded by an earlier read of the same
+ * records (`recorded`, by key, duplicate and receipt instant) are dropped too, so the report counts what clients sent.
+ */
+export function freshOf({ candidates, keys, duplicates }: Candidates, { keys: stored, receivedAt }: StoredKeys, recorded?: Set<string>): Classified {
+  if (stored.size === 0) return { fresh: candidates, keys, duplicates, replayed: 0 }
   const fresh: UsageEvent[] = []
+  let replayed = 0
   for (const e of candidates) {
     if (!stored.has(e)) fresh.push(e)
     else {
       keys.delete(e)
-      duplicates.push(e)
+      if (receivedAt.get(keyOf(e)) === e.receivedAt.getTime()) replayed++
+      else duplicates.push(e)
     }
   }
-  return { fresh, keys, duplicates }
+  if (recorded === undefined || recorded.size === 0) return { fresh, keys, duplicates, replayed }
+  const unrecorded = duplicates.filter((e) => !recorded.has(dropKey(e, 'duplicate', e.receivedAt.getTime())))
+  return { fresh, keys, duplicates: unrecorded, replayed: replayed + duplicates.length - unrecorded.length }
 }
+
+/** A chunk's events classified: fresh ones to store, duplicates to record, and how many were copies read again. */
+export interface Classified {
+  fresh: UsageEvent[]
+  keys: EventIds
+  duplicates: UsageEvent[]
+  replayed: number
+}
+
+/** A recorded drop's identity: the key, the kind and the receipt instant of the copy dropped. */
+export const dropKey = (k: EventKey, kind: string, receivedMs: number): string => `${keyOf(k)}\u0000${kind}\u0000${receivedMs}`
 
 /** Fresh events with their meter rows (rules by scopeKey), then the duplicates and the rejected, as outcomes. */
 export function outcomesOf(fresh: UsageEvent[], keys: EventIds, duplicates: UsageEvent[], rejected: Rejected[], rules: Map<string, MeterRules[]>): PreparedBatch {

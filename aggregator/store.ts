@@ -3,8 +3,8 @@ import type { ClickHouse } from '../infra/clickhouse.ts'
 import { chDateTime, LONG_QUERY, sqlStringArray } from '../infra/ch-literals.ts'
 import { EVENT_COLUMNS, type StoredEventRow } from '../infra/stored-events.ts'
 import type { UsageEvent } from '../core/events.ts'
-import type { Scope } from '../core/scope.ts'
 import type { UsageRow } from '../core/meters.ts'
+import { idHashes } from '../core/dedup-hash.ts'
 
 export interface EventKey {
   tenantId: string
@@ -63,23 +63,26 @@ const LISTED_IDS = 1000
 
 /**
  * What the dedup lookup asks about: the scopes of a batch and its ids, either listed (up to LISTED_IDS) or as one
- * text of TabSeparated lines (storedRows says why). The text is built where the ids are (the decode thread in
- * Kafka mode), and one string crosses threads instead of tens of thousands.
+ * text of TabSeparated lines (storedRows says why), and each id's dedup hash with its scope (core/dedup-hash.ts) for
+ * the dedup filter, in the same order. It is built where the ids are (the decode thread), and one string and one
+ * array cross threads instead of tens of thousands of strings.
  */
 export interface KeyLookup {
   tenants: string[]
   envs: string[]
   ids?: string[]
   text?: string
+  /** Pairs (high, low 32 bits): entry i is the hash of ids[i] (or of the text's line i) in its scope. */
+  hashes?: Uint32Array
 }
 
-/** A lookup of distinct ids in the tenants and environments given: listed or as text, by their number. */
-const lookupOfIds = ({ tenants, envs }: KeyLookup, ids: string[]): KeyLookup => (ids.length <= LISTED_IDS ? { tenants, envs, ids } : { tenants, envs, text: tsvLines(ids) })
+/** A lookup of ids in the tenants and environments given: listed or as text, by their number. */
+export const lookupOfIds = ({ tenants, envs }: Pick<KeyLookup, 'tenants' | 'envs'>, ids: string[]): KeyLookup =>
+  ids.length <= LISTED_IDS ? { tenants, envs, ids } : { tenants, envs, text: tsvLines(ids) }
 
 /**
- * The lookup of distinct keys (a batch's candidates). Keys of one scope have distinct ids, and that is the common
- * case: their ids are taken as they are; only keys of several scopes, where one id may come twice, go through a
- * set (hashing tens of thousands of UUIDs once more cost ~0.4 µs per event).
+ * The lookup of distinct keys (a batch's candidates), with their hashes. Keys of several scopes may hold one id twice
+ * (one per scope): it is asked twice, which the lookup's IN ignores, so each entry keeps its key's hash.
  */
 export function lookupOf(keys: EventKey[]): KeyLookup {
   const [tenants, envs] = [new Set<string>(), new Set<string>()]
@@ -87,12 +90,19 @@ export function lookupOf(keys: EventKey[]): KeyLookup {
     tenants.add(k.tenantId)
     envs.add(k.environmentId)
   }
-  const all = keys.map((k) => k.id)
-  const ids = tenants.size <= 1 && envs.size <= 1 ? all : [...new Set(all)]
-  return lookupOfIds({ tenants: [...tenants], envs: [...envs] }, ids)
+  return { ...lookupOfIds({ tenants: [...tenants], envs: [...envs] }, keys.map((k) => k.id)), hashes: idHashes(keys) }
+}
+
+/** The ids of a lookup in order: listed, or its text's lines unescaped. */
+export function idsOf({ ids, text }: KeyLookup): string[] {
+  if (ids) return ids
+  if (!text) return []
+  const lines = text.split('\n')
+  return text.includes('\\') ? lines.map((l) => l.replace(/\\(.)/g, (_, c: string) => TSV_UNESCAPES[c] ?? c)) : lines
 }
 
 const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
+const TSV_UNESCAPES: Record<string, string> = { t: '\t', n: '\n', r: '\r' }
 const TSV_SPECIAL = /[\\\t\n\r]/g
 
 /**
@@ -107,73 +117,74 @@ function tsvLines(values: string[]): string {
   return values.map((v) => v.replace(TSV_SPECIAL, (c) => TSV_ESCAPES[c])).join('\n')
 }
 
+/** A stored key as the lookup answers it: tenant, environment, id, and when intake received the stored copy (epoch ms). */
+export type StoredRow = [string, string, string, string]
+
 /**
- * The keys of a lookup already stored, as (tenant, environment, id) rows, on the reader (it runs beside the previous
- * batch's insert). Listed ids: chDB binds them as one array parameter, a server takes them in the SQL text (a
- * parameter travels in the URL). A chunk's ids go in as rows (ClickHouse.withRows: a file on chDB): as an
- * Array(String) parameter, a list over about 1 MB (some 25,000 UUIDs, a default chunk) made ClickHouse compare every
- * row with every id (30,000 UUIDs against 200,000 rows: 35 s), and below that its text cost ~3 µs an id to parse.
- * A chunk's random ids touch every granule anyway, so that query scans the scope's id hashes (sql/clickhouse/0004_event_ids_hash.sql) and
- * returns every row whose hash was asked: the caller matches ids exactly (keysOf, then has), so a row of a colliding
- * hash is never taken for a stored event.
- * With `seen`, a filled generation of the dedup filter (aggregator/dedup-filter.ts): only the ids it holds are looked
- * up so, the others are not stored.
+ * The keys of a lookup already stored, with the instant intake received each stored copy, on the reader (it runs beside
+ * the previous batch's insert). Listed ids: chDB binds them as one array parameter, a server takes them in the SQL text
+ * (a parameter travels in the URL); the primary key then skips granules. A chunk's ids go in as rows (ClickHouse.withRows:
+ * a file on chDB): as an Array(String) parameter, a list over about 1 MB (some 25,000 UUIDs, a default chunk) made
+ * ClickHouse compare every row with every id (30,000 UUIDs against 200,000 rows: 35 s), and below that its text cost
+ * ~3 µs an id to parse. So many random ids touch every granule anyway, so that query scans the scope's id hashes
+ * (sql/clickhouse/0004_event_ids_hash.sql) and returns every row whose hash was asked: the caller matches ids exactly
+ * (keysOf, then has), so a row of a colliding hash is never taken for a stored event. The dedup filter
+ * (aggregator/dedup-filter.ts) sends here only the ids it may hold.
  */
-export async function storedRows(ch: ClickHouse, lookup: KeyLookup, seen?: SeenFilter): Promise<[string, string, string][]> {
-  if (seen !== undefined) {
-    const hits = await seenIds(ch, lookup, seen)
-    return hits.length === 0 ? [] : storedRows(ch, lookupOfIds(lookup, seen.scopes.length <= 1 ? hits : [...new Set(hits)]))
-  }
-  const { tenants, envs, ids, text } = lookup
-  const rowsWhere = async (asked: string): Promise<[string, string, string][]> => {
+export async function storedRows(ch: ClickHouse, lookup: KeyLookup): Promise<StoredRow[]> {
+  const columns = 'tenant_id, environment_id, event_id, toString(toUnixTimestamp64Milli(received_at))'
+  // Many ids: the hashes first (PREWHERE), the ids only of the rows whose hash was asked.
+  return idsQuery<StoredRow>(ch, lookup, ({ list, rows }) =>
+    rows ? `SELECT ${columns} FROM event_ids PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM ${rows}) WHERE` : `SELECT ${columns} FROM event_ids WHERE event_id IN ${list} AND`,
+  )
+}
+
+/** A recorded drop as recordedDrops answers it: tenant, environment, id, kind, and the receipt instant of the copy dropped (epoch ms). */
+export type DropRow = [string, string, string, string, string]
+
+/**
+ * The drops already recorded for the ids of a lookup (by the primary key of event_drops when listed, a scan when
+ * given as rows): a chunk read again after a crash must not record its duplicates twice.
+ */
+export async function recordedDrops(ch: ClickHouse, lookup: KeyLookup): Promise<DropRow[]> {
+  const columns = 'tenant_id, environment_id, event_id, toString(kind), toString(toUnixTimestamp64Milli(received_at))'
+  return idsQuery<DropRow>(ch, lookup, ({ list }) => `SELECT ${columns} FROM event_drops WHERE event_id IN ${list} AND`)
+}
+
+/**
+ * A query of rows for a lookup's ids, ending in AND: `where` is given the ids as an IN operand (`list`) and, when they
+ * come as rows, their table expression (`rows`). Listed ids are bound as one array parameter on chDB or written in the
+ * SQL on a server (a parameter travels in the URL); many are rows read from a file (ClickHouse.withRows).
+ */
+async function idsQuery<R>(ch: ClickHouse, { tenants, envs, ids, text }: KeyLookup, where: (asked: { list: string; rows?: string }) => string): Promise<R[]> {
+  const run = async (asked: { list: string; rows?: string }): Promise<R[]> => {
     const rs = await ch.reader.query({
-      query: `SELECT tenant_id, environment_id, event_id FROM event_ids
-        ${asked} tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}`,
+      query: `${where(asked)} tenant_id IN {tenants:Array(String)} AND environment_id IN {envs:Array(String)}`,
       query_params: { tenants, envs, ...(ch.kind === 'chdb' && text === undefined ? { ids } : {}) },
       format: 'JSONCompactEachRow',
       clickhouse_settings: LONG_QUERY,
     })
-    return rs.json<[string, string, string]>()
+    return rs.json<R>()
   }
-  if (text !== undefined) {
-    return ch.withRows({ format: 'TabSeparated', structure: 'event_id String', text }, (asked) =>
-      rowsWhere(`PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM ${asked}) WHERE`),
-    )
-  }
-  return ids?.length ? rowsWhere(`WHERE event_id IN ${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)} AND`) : []
+  if (text !== undefined) return ch.withRows({ format: 'TabSeparated', structure: 'event_id String', text }, (rows) => run({ list: `(SELECT event_id FROM ${rows})`, rows }))
+  return ids?.length ? run({ list: ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids) }) : []
 }
 
-/** A filled generation of the dedup filter, and the scopes of the batch whose ids are looked up. */
-export interface SeenFilter {
-  table: string
-  scopes: Scope[]
+/** What the lookup found stored: the keys, and when each stored copy was received (a copy read again is not a resend). */
+export interface StoredKeys {
+  keys: EventIds
+  receivedAt: Map<string, number>
 }
 
-/**
- * The ids of a lookup whose hash with their scope is in the filter's Set: every stored id of the dedup window, and
- * now and then another (a 64-bit collision, or an id expired since the Set was filled). Each id is hashed with every
- * scope of the batch (the lookup's rows hold ids only): one scope in the common case; with several, an id stored in
- * any of them is a hit, and the exact lookup then tells which.
- */
-async function seenIds(ch: ClickHouse, { ids, text }: KeyLookup, { table, scopes }: SeenFilter): Promise<string[]> {
-  const query = async (rows: string): Promise<string[]> => {
-    const rs = await ch.reader.query({
-      query: `SELECT event_id FROM ${rows} ARRAY JOIN {tenants:Array(String)} AS scope_tenant, {envs:Array(String)} AS scope_env
-        WHERE sipHash64(scope_tenant, scope_env, event_id) IN ${table}`,
-      query_params: { tenants: scopes.map((s) => s.tenantId), envs: scopes.map((s) => s.environmentId), ...(ch.kind === 'chdb' && text === undefined ? { ids } : {}) },
-      format: 'JSONCompactEachRow',
-      clickhouse_settings: LONG_QUERY,
-    })
-    return (await rs.json<[string]>()).map(([id]) => id)
-  }
-  if (text !== undefined) return ch.withRows({ format: 'TabSeparated', structure: 'event_id String', text }, query)
-  return ids?.length ? query(`(SELECT arrayJoin(${ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids)}) AS event_id)`) : []
-}
-
-export function keysOf(rows: [string, string, string][]): EventIds {
+export function keysOf(rows: StoredRow[]): StoredKeys {
   const keys = new EventIds()
-  for (const [tenantId, environmentId, id] of rows) keys.add({ tenantId, environmentId, id })
-  return keys
+  const receivedAt = new Map<string, number>()
+  for (const [tenantId, environmentId, id, received] of rows) {
+    const k = { tenantId, environmentId, id }
+    keys.add(k)
+    receivedAt.set(keyOf(k), Number(received))
+  }
+  return { keys, receivedAt }
 }
 
 export type Outcome =

@@ -16,11 +16,11 @@ import type { Scope } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
 import { resolutionRules } from '../domains/catalog/meters/service.ts'
 import { chunkRows, type ChunkCalls, type ChunkRows } from './chunks.ts'
-import type { DedupFilter } from './dedup-filter.ts'
+import type { PartitionLookup } from './dedup-filter.ts'
 import type { BatchCounts, BatchRows } from './outcomes.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { writeCommitted } from '../infra/read-cache.ts'
-import { expiresText, insertBatch, storedRows } from './store.ts'
+import { expiresText, insertBatch, lookupOfIds, recordedDrops, storedRows } from './store.ts'
 
 /** An event ClickHouse refused to store, with the reason. */
 export interface Refused {
@@ -97,13 +97,20 @@ const expiresNow = (deps: Deps): string => expiresText(new Date(deps.clock.now()
 /**
  * A chunk's ids looked up (those of the `pending` chunks, in flight, count as stored) and its events resolved, on the
  * decode thread; the lookup and the meters are read here, where chDB and Postgres are. The lookup goes through the
- * inserting process's dedup filter, without one it is the full lookup.
+ * partition's dedup filter; without one it is the full lookup. A chunk that finds records of its own already stored
+ * (read again after a crash or a rebalance) and has duplicates to record is prepared again knowing which drops the
+ * earlier read recorded, so none is recorded twice.
  */
-export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: number; scopes: Scope[] }, policy: RetryPolicy, pending: number[] = [], filter?: DedupFilter): Promise<ChunkRows> {
+export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: number; scopes: Scope[] }, policy: RetryPolicy, pending: number[] = [], filter?: PartitionLookup): Promise<ChunkRows> {
   const lookup = await calls.candidates(chunk.id, pending)
-  const stored = await retry(() => (filter ? filter.stored(lookup, chunk.scopes) : storedRows(deps.ch, lookup)), policy)
+  const stored = await retry(() => (filter ? filter.stored(lookup) : storedRows(deps.ch, lookup)), policy)
   const rules = await rulesFor(deps, chunk.scopes, policy)
-  return calls.prepare(chunk.id, stored, rules, expiresNow(deps))
+  const expiresAt = expiresNow(deps)
+  const ready = await calls.prepare(chunk.id, stored, rules, expiresAt)
+  if (!ready.result.replayed || ready.result.duplicates === 0) return ready
+  await calls.candidates(chunk.id, pending)
+  const recorded = await retry(() => recordedDrops(deps.ch, lookupOfIds(lookup, [...new Set(stored.map((r) => r[2]))])), policy)
+  return calls.prepare(chunk.id, stored, rules, expiresAt, recorded)
 }
 
 /**
@@ -118,6 +125,6 @@ export async function storeChunk(deps: Deps, calls: ChunkCalls, id: number, read
   timer()
   const result = { ...ready.result, stored: ready.result.stored - refused.length, rejected: ready.result.rejected + refused.length, refused }
   deps.metrics.batchRows.observe({ path }, rows.size)
-  for (const outcome of ['stored', 'duplicates', 'rejected'] as const) if (result[outcome] > 0) deps.metrics.batchEvents.inc({ path, outcome }, result[outcome])
+  for (const outcome of ['stored', 'duplicates', 'rejected', 'replayed'] as const) if ((result[outcome] ?? 0) > 0) deps.metrics.batchEvents.inc({ path, outcome }, result[outcome])
   return result
 }

@@ -105,8 +105,8 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
-/** DEDUP_WINDOW_DAYS at least: also what the dedup filter's start-up top-up counts on (core/dedup-generations.ts). */
-export const MIN_DEDUP_WINDOW_DAYS = 35
+/** DEDUP_WINDOW_DAYS at least. */
+const MIN_DEDUP_WINDOW_DAYS = 35
 
 const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 

@@ -1,0 +1,8 @@
+-- When each id was stored, by the server's clock: the dedup filter (aggregator/dedup-filter.ts) loaded from its snapshot
+-- adds the ids stored since. Rows stored before this migration take the migration's time. The Set generations of the
+-- filter before it (0007) are dropped by the aggregator at its first start (their names vary); their marks here.
+ALTER TABLE event_ids ADD COLUMN IF NOT EXISTS inserted_at DateTime DEFAULT now();
+
+ALTER TABLE event_ids MATERIALIZE COLUMN inserted_at;
+
+DROP TABLE IF EXISTS event_id_seen_generations;
