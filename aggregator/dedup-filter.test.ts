@@ -132,4 +132,18 @@ describe('dedup filter', () => {
     expect(await found(one, 0, [...ids, ...theirs, ...uuids(3)])).toEqual([...ids, ...theirs].sort())
     await one.stop()
   })
+
+  it('is built again at a rebalance after partitions were added: its customers are not the same', async () => {
+    let count = PARTITIONS
+    const filter = dedupFilter(running.deps, { name: 'added', partitions: async () => count })
+    await filter.assign([0])
+    await found(filter, 0, uuids(1))
+    // Stored under 3 partitions for partition 2's customer, which the topic of one partition gives to partition 0.
+    const moved = uuids(4)
+    await store(moved, scope, customerOf(2))
+    count = 1
+    await filter.assign([0])
+    expect(await found(filter, 0, [...moved, ...uuids(2)])).toEqual([...moved].sort())
+    await filter.stop()
+  })
 })

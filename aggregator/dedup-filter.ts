@@ -306,9 +306,11 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config'>, source
       }
     },
     async assign(partitions) {
+      // Partitions added to the topic move customers: a filter built for another count no longer holds its partition's ids.
+      const count = held.size > 0 ? await source.partitions() : 0
       const keep = new Set(partitions)
       for (const [p, h] of held) {
-        if (keep.has(p)) continue
+        if (keep.has(p) && (h.count === 0 || h.count === count || h.failed)) continue
         held.delete(p)
         await h.ready.catch(() => {})
         await h.rebuilding
