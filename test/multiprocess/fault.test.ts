@@ -21,8 +21,10 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { Kafka, logLevel } from 'kafkajs'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { eventKey, keyPartition } from '../../core/partition.ts'
 
 const ENABLED = Boolean(process.env.CI || process.env.MULTIPROCESS_TEST)
 if (!ENABLED) console.log('skipped: multi-process fault test runs in CI (set MULTIPROCESS_TEST=1)')
@@ -51,6 +53,7 @@ const RESEND_EVERY = 3
 /** After the faults, the first batches are sent again to both ingest processes. */
 const LATE_RESENDS = 4
 const CUSTOMERS = 24
+const PARTITIONS = 6
 const CLICKHOUSE_DOWN_MS = 30_000
 const KAFKA_NODES = 3
 const STOPPED_NODE = 1
@@ -317,6 +320,52 @@ async function ch<T>(query: string): Promise<T[]> {
     .map((l) => JSON.parse(l) as T)
 }
 
+/** The event topic's partitions as `partition→leader [isr]`. */
+async function leaders(brokers: string): Promise<string> {
+  const admin = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING, connectionTimeout: 3000 }).admin()
+  await admin.connect()
+  try {
+    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] })
+    return topics[0].partitions
+      .sort((a, b) => a.partitionId - b.partitionId)
+      .map((p) => `${p.partitionId}→node ${p.leader} [isr ${p.isr.join(',')}]`)
+      .join(', ')
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+/**
+ * For a failure's message: the partition of each of `ids` the topic holds (a fresh consumer group reading every
+ * partition to its high watermark, at most 30 s), so that an id lost before Kafka shows apart from one the
+ * aggregators lost.
+ */
+async function inTopic(brokers: string, ids: Set<string>): Promise<{ found: Map<string, number>; complete: boolean }> {
+  const kafka = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING, connectionTimeout: 3000 })
+  const admin = kafka.admin()
+  await admin.connect()
+  const high = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]))
+  await admin.disconnect()
+  const found = new Map<string, number>()
+  const reached = new Set([...high].filter(([, h]) => h === 0).map(([p]) => p))
+  const consumer = kafka.consumer({ groupId: `mp-inspect-${runId}-${Date.now()}` })
+  await consumer.connect()
+  await consumer.subscribe({ topic, fromBeginning: true })
+  let done!: () => void
+  const all = new Promise<void>((r) => (done = r))
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      for (const e of JSON.parse(message.value?.toString() ?? '[]') as { id: string }[]) if (ids.has(e.id)) found.set(e.id, partition)
+      if (Number(message.offset) + 1 >= high.get(partition)!) reached.add(partition)
+      if (reached.size === high.size) done()
+    },
+  })
+  if (reached.size === high.size) done()
+  const complete = await Promise.race([all.then(() => true), sleep(30_000).then(() => false)])
+  await consumer.disconnect().catch(() => {})
+  return { found, complete }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 
 describe.skipIf(!ENABLED)('the processes of a deployment through faults', () => {
@@ -389,7 +438,7 @@ describe.skipIf(!ENABLED)('the processes of a deployment through faults', () => 
         CLICKHOUSE_DATABASE: chDatabase,
         KAFKA_BROKERS: cluster.brokers,
         KAFKA_TOPIC: topic,
-        KAFKA_PARTITIONS: '6',
+        KAFKA_PARTITIONS: String(PARTITIONS),
         KAFKA_REPLICATION_FACTOR: String(KAFKA_NODES),
         KAFKA_MIN_INSYNC_REPLICAS: '2',
         BOOTSTRAP_API_KEY: bootstrapKey,
@@ -424,6 +473,7 @@ describe.skipIf(!ENABLED)('the processes of a deployment through faults', () => 
     worker = await role('worker', 'worker')
     await waitFor('every process to start and answer its health or metrics endpoint', 150_000, () => allHealthy([api, ...ingests, ...aggregators, worker]), 1000)
     note(`every process up (${since()} since the file started)`)
+    note(`partition leaders before the faults: ${await leaders(cluster.brokers).catch((err: Error) => err.message)}`)
   }, 300_000)
 
   afterAll(async () => {
@@ -453,10 +503,11 @@ describe.skipIf(!ENABLED)('the processes of a deployment through faults', () => 
       note(`stopping Kafka node ${STOPPED_NODE}`)
       await cluster.stopNode(STOPPED_NODE)
       note(`Kafka node ${STOPPED_NODE} stopped`)
-      await sleep(10_000)
+      await sleep(8000)
+      // The node's start (some 10-50 s: it catches up with the quorum) runs beside the next faults.
       note(`starting Kafka node ${STOPPED_NODE}`)
-      await cluster.startNode(STOPPED_NODE)
-      note(`Kafka node ${STOPPED_NODE} started`)
+      const nodeBack = cluster.startNode(STOPPED_NODE).then(() => note(`Kafka node ${STOPPED_NODE} started`))
+      nodeBack.catch(() => {})
 
       await sleep(3000)
       note('restarting Postgres')
@@ -467,11 +518,19 @@ describe.skipIf(!ENABLED)('the processes of a deployment through faults', () => 
       shim.killedOnPurpose = true
       note(`SIGKILL the ClickHouse endpoint (pid ${shim.child.pid}); back in ${CLICKHOUSE_DOWN_MS / 1000}s`)
       await shim.kill('SIGKILL')
-      await sleep(CLICKHOUSE_DOWN_MS)
+      const away = Date.now()
+      // The fault took: the api reports ClickHouse down (and the aggregators, which cannot insert, hold their offsets).
+      await waitFor('the api to report ClickHouse down', 20_000, async () => {
+        const h = await get(`http://127.0.0.1:${api.port}/v1/health`)
+        return h.status === 503 && (JSON.parse(h.text) as { engines: { clickhouse: { status: string } } }).engines.clickhouse.status === 'down' ? true : `${h.status} ${h.text.slice(0, 200)}`
+      })
+      note('the api reports ClickHouse down')
+      await sleep(CLICKHOUSE_DOWN_MS - (Date.now() - away))
       shim.killedOnPurpose = false
       shim.start()
       await waitFor('the restarted ClickHouse endpoint to answer /ping', 60_000, async () => ((await get(`${chUrl}/ping`)).status === 200 ? true : 'not yet'))
       note('ClickHouse endpoint back')
+      await nodeBack
       await sleep(5000)
     })()
       .catch((err: Error) => {
@@ -498,45 +557,89 @@ describe.skipIf(!ENABLED)('the processes of a deployment through faults', () => 
     note(`sending done: ${batches.length} batches, ${sent.size} distinct ids sent, ${acked.size} acknowledged; requests ${JSON.stringify(stats)}`)
     expect(acked.size).toBe(sent.size)
 
-    // Every acknowledged id stored, within a bounded wait (the aggregators catch up after ClickHouse is back).
+    // Every acknowledged id stored, within a bounded wait (the aggregators catch up after ClickHouse is back): up to
+    // 120 s, or until the count has not moved for 30 s (ids lost for good do not come).
     const expected = acked.size
     const counts = async () => (await ch<{ rows: string; ids: string }>(`SELECT count() AS rows, uniqExact(id) AS ids FROM events WHERE environment_id = '${environmentId}'`))[0]
-    await waitFor(`ClickHouse to hold all ${expected} acknowledged ids`, 120_000, async () => {
-      const c = await counts()
-      return Number(c.ids) >= expected ? true : `${c.ids} distinct ids, ${c.rows} rows`
-    }, 2000)
+    let stalled = ''
+    {
+      const deadline = Date.now() + 120_000
+      let last = ''
+      let movedAt = Date.now()
+      for (;;) {
+        const c = await counts().catch((err: Error) => ({ rows: '?', ids: '?', err: err.message }))
+        const now = `${c.ids} distinct ids, ${c.rows} rows`
+        if (Number(c.ids) >= expected) break
+        if (now !== last) [last, movedAt] = [now, Date.now()]
+        if (Date.now() > deadline || Date.now() - movedAt > 30_000) {
+          stalled = `after ${((Date.now() - movedAt) / 1000).toFixed(0)}s without change ClickHouse holds ${now} of ${expected} acknowledged`
+          break
+        }
+        await sleep(2000)
+      }
+    }
     // Nothing late: a replay after a rebalance would add rows after the count was reached.
-    await sleep(5000)
+    if (!stalled) await sleep(5000)
     const final = await counts()
 
-    const rows = await ch<{ id: string; n: string }>(`SELECT id, count() AS n FROM events WHERE environment_id = '${environmentId}' GROUP BY id`)
-    const stored = new Map(rows.map((r) => [r.id, Number(r.n)]))
+    const rows = await ch<{ id: string; n: string; customer: string; inserted: string[] }>(
+      `SELECT id, count() AS n, any(external_customer_id) AS customer, groupArray(toString(inserted_at)) AS inserted FROM events WHERE environment_id = '${environmentId}' GROUP BY id`,
+    )
+    const stored = new Map(rows.map((r) => [r.id, r]))
     const missing = [...acked.keys()].filter((id) => !stored.has(id))
-    const doubled = [...stored].filter(([, n]) => n > 1).map(([id, n]) => `${id}×${n}`)
-    const unsent = [...stored.keys()].filter((id) => !sent.has(id))
-    if (missing.length || doubled.length || unsent.length || Number(final.rows) !== expected || Number(final.ids) !== expected) {
-      const acceptedAt = (id: string) => `${id} (202 at ${((acked.get(id)! - T0) / 1000).toFixed(1)}s)`
-      throw failure(
-        `ClickHouse holds ${final.rows} rows, ${final.ids} distinct ids for ${expected} acknowledged:\n` +
-          `  missing (answered 202, not stored) ${missing.length}: ${missing.slice(0, 20).map(acceptedAt).join(', ')}\n` +
-          `  counted more than once ${doubled.length}: ${doubled.slice(0, 20).join(', ')}\n` +
-          `  stored, never sent ${unsent.length}: ${unsent.slice(0, 20).join(', ')}`,
+    const doubled = rows.filter((r) => Number(r.n) > 1)
+    const unsent = rows.filter((r) => !sent.has(r.id))
+    /** Every check below runs; what fails is reported together at the end. */
+    const problems: string[] = []
+    if (stalled || missing.length || doubled.length || unsent.length || Number(final.rows) !== expected || Number(final.ids) !== expected) {
+      const tenantId = (await ch<{ t: string }>(`SELECT any(tenant_id) AS t FROM events WHERE environment_id = '${environmentId}'`))[0]?.t ?? ''
+      const customerOf = (id: string) => `mp-cust-${Number(id.slice(id.lastIndexOf('-') + 1)) % CUSTOMERS}`
+      const partitionOf = (customer: string) => keyPartition(eventKey({ tenantId, environmentId, externalCustomerId: customer }), PARTITIONS)
+      /** Ids in groups: by batch and partition (a lost produce request or a chunk stored twice shows as one line), with their customers. */
+      const grouped = (ids: { id: string; customer: string; extra?: string }[]): string => {
+        const groups = new Map<string, { ids: string[]; customers: Set<string> }>()
+        for (const { id, customer, extra } of ids) {
+          const k = Number(id.slice(id.lastIndexOf('-') + 1))
+          const key = `batch ${Math.floor(k / EVENTS_PER_REQUEST)}, partition ${partitionOf(customer)}${extra ? `, ${extra}` : ''}`
+          const g = groups.get(key) ?? { ids: [], customers: new Set<string>() }
+          g.ids.push(id)
+          g.customers.add(customer)
+          groups.set(key, g)
+        }
+        return [...groups]
+          .map(([key, g]) => `    ${key}: ${g.ids.length} ids of ${[...g.customers].join(', ')} (${g.ids.slice(0, 3).join(', ')}${g.ids.length > 3 ? ', …' : ''})`)
+          .slice(0, 40)
+          .join('\n')
+      }
+      const topicSays = missing.length ? await inTopic(cluster.brokers, new Set(missing)).catch((err: Error) => err) : undefined
+      const whereInTopic = (id: string): string =>
+        topicSays === undefined ? '' : topicSays instanceof Error ? '' : topicSays.found.has(id) ? 'in the topic' : `not in the topic${topicSays.complete ? '' : ' (read incomplete)'}`
+      const acceptedAt = (id: string) => `202 at ${((acked.get(id)! - T0) / 1000).toFixed(1)}s, ${whereInTopic(id)}`
+      const leadersNow = await leaders(cluster.brokers).catch((err: Error) => err.message)
+      problems.push(
+        `partition leaders now: ${leadersNow}\n${stalled ? `${stalled}. ` : ''}ClickHouse holds ${final.rows} rows, ${final.ids} distinct ids for ${expected} acknowledged:\n` +
+          `  missing (answered 202, not stored) ${missing.length}:\n${grouped(missing.map((id) => ({ id, customer: customerOf(id), extra: acceptedAt(id) })))}\n` +
+          `  counted more than once ${doubled.length}:\n${grouped(doubled.map((r) => ({ id: r.id, customer: r.customer, extra: `×${r.n} inserted ${[...new Set(r.inserted)].sort().join(' and ')}` })))}\n` +
+          `  stored, never sent ${unsent.length}:\n${grouped(unsent.map((r) => ({ id: r.id, customer: r.customer })))}`,
       )
     }
 
     // The API agrees: the raw events' total and the COUNT meter.
-    const query = await apiCall('POST', '/v1/events/query', { page_size: 1 })
-    expect(query.status, JSON.stringify(query.body)).toBe(200)
-    expect(query.body.total_count, 'POST /v1/events/query total_count').toBe(expected)
-    const usage = await apiCall('POST', '/v1/events/usage/meter', { meter_id: meterId, ...RANGE })
-    expect(usage.status, JSON.stringify(usage.body)).toBe(200)
-    expect(usage.body.value, 'the COUNT meter over the run').toBe(String(expected))
+    const query = await apiCall('POST', '/v1/events/query', { page_size: 1 }).catch((err: Error) => ({ status: 0, body: err.message }))
+    if (query.status !== 200 || query.body.total_count !== expected) problems.push(`POST /v1/events/query: ${query.status}, total_count ${query.body?.total_count} for ${expected} acknowledged (${JSON.stringify(query.body).slice(0, 200)})`)
+    const usage = await apiCall('POST', '/v1/events/usage/meter', { meter_id: meterId, ...RANGE }).catch((err: Error) => ({ status: 0, body: err.message }))
+    if (usage.status !== 200 || usage.body.value !== String(expected)) problems.push(`the COUNT meter (POST /v1/events/usage/meter): ${usage.status}, value ${usage.body?.value} for ${expected} acknowledged (${JSON.stringify(usage.body).slice(0, 200)})`)
 
     // Every process recovered by itself: alive (but the one killed) and healthy, every engine ok again.
     const unexpected = procs.filter((p) => !p.killedOnPurpose && !p.alive)
-    if (unexpected.length) throw failure(`processes exited that the test did not kill: ${unexpected.map((p) => p.exits.join('; ')).join(' | ')}`, 60)
-    await waitFor('every process but the killed aggregator to report healthy', 60_000, () => allHealthy([api, ...ingests, ...aggregators.slice(1), worker]), 1000)
-    expect(aggregators[0].alive).toBe(false)
+    if (unexpected.length) problems.push(`processes exited that the test did not kill: ${unexpected.map((p) => p.exits.join('; ')).join(' | ')}`)
+    else {
+      await waitFor('every process but the killed aggregator to report healthy', 60_000, () => allHealthy([api, ...ingests, ...aggregators.slice(1), worker]), 1000).catch((err: Error) =>
+        problems.push(err.message.split('\n\ntimeline:')[0]),
+      )
+    }
+    if (aggregators[0].alive) problems.push(`${aggregators[0].name} is alive after its SIGKILL`)
+    if (problems.length) throw failure(problems.join('\n\n'), 40)
     note(`done: ${expected} ids stored once each`)
     console.log(`multi-process fault test: ${expected} ids, ${batches.length} batches, requests ${JSON.stringify(stats)}\n${timeline.join('\n')}`)
     passed = true
