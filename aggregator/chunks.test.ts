@@ -155,9 +155,9 @@ describe('the decode thread', () => {
     expect(first.result).toMatchObject({ stored: 4, duplicates: 1, replayed: 0 })
     const recorded = await drops()
     // The same records again, under another token (read in other bounds): the four stored are the same copies, the
-    // repeat's drop is recorded already.
+    // repeat's and the rejected record's drops are recorded already.
     const [again] = await throughChunks(asCalls(new ChunkStore()), records('rep9'), 'again')
-    expect(again.result).toMatchObject({ stored: 0, duplicates: 0, replayed: 5 })
+    expect(again.result).toMatchObject({ stored: 0, duplicates: 0, rejected: 0, replayed: 6 })
     expect(await drops()).toBe(recorded)
     expect(await rows('events', TABLES.events, 'rep9')).toHaveLength(4)
   })

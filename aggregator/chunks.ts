@@ -9,7 +9,7 @@ import { decodeRecord, MAX_ID_LENGTH, type UsageEvent } from '../core/events.ts'
 import type { MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
 import { candidatesOf, dropKey, freshOf, outcomesOf, partToken, refusedRow, scopesOf, type BatchCounts, type BatchRows, type Candidates, type Rejected, type RefusedRow } from './outcomes.ts'
-import { batchLine, EventIds, keyOf, keysOf, lookupOf, type DropRow, type EventKey, type KeyLookup, type Outcome, type StoredRow } from './store.ts'
+import { batchLine, EventIds, keyOf, keysOf, lookupOf, lookupOfIds, type DropRow, type EventKey, type KeyLookup, type Outcome, type StoredRow } from './store.ts'
 
 /**
  * Record values as one buffer of their own (so it moves to the decode thread): record i is bytes
@@ -102,6 +102,10 @@ interface Chunk {
   keys?: EventIds
   fresh?: Uint32Array
   duplicates?: Uint32Array
+  /** The rejected records it records (indexes in the decoded chunk's), when a replay left some out; else all. */
+  rejected?: Uint32Array
+  /** The keys of the drops it records: a replay asks which of them an earlier read recorded. */
+  drops?: EventKey[]
   rules?: Map<string, MeterRules[]>
   expiresAt?: string
 }
@@ -256,18 +260,29 @@ export class ChunkStore {
     const c = this.chunk(id)
     if (!c.candidates) throw new Error(`chunk ${id} was not looked up`)
     const { events, rejected } = this.decoded(c)
-    const { fresh, keys, duplicates, replayed } = freshOf(c.candidates, keysOf(stored), recorded && new Set(recorded.map(([tenantId, environmentId, i, kind, received]) => dropKey({ tenantId, environmentId, id: i }, kind, Number(received)))))
-    const prepared = outcomesOf(fresh, keys, duplicates, rejected, rules)
+    const known = recorded && new Set(recorded.map(([tenantId, environmentId, i, kind, received]) => dropKey({ tenantId, environmentId, id: i }, kind, Number(received))))
+    const { fresh, keys, duplicates, replayed } = freshOf(c.candidates, keysOf(stored), known)
+    // Rejections an earlier read of the same records recorded (the receipt instant as their row has it).
+    const kept = known ? rejected.filter((r) => !known.has(dropKey(r.event, 'rejected', r.event.receivedAt?.getTime() ?? 0))) : rejected
+    const prepared = outcomesOf(fresh, keys, duplicates, kept, rules)
     Object.assign(c, {
       decoded: undefined,
       candidates: undefined,
       keys,
       fresh: indexesOf(events, fresh),
       duplicates: indexesOf(events, duplicates),
+      rejected: kept === rejected ? undefined : Uint32Array.from(kept, (r) => rejected.indexOf(r)),
+      drops: [...duplicates, ...kept.map((r) => r.event)],
       rules,
       expiresAt,
     })
-    return { rows: encodeRows(prepared.outcomes, expiresAt), size: prepared.outcomes.length, result: { ...prepared.result, replayed } }
+    return { rows: encodeRows(prepared.outcomes, expiresAt), size: prepared.outcomes.length, result: { ...prepared.result, replayed: replayed + rejected.length - kept.length } }
+  }
+
+  /** The ids of the drops a prepared chunk records, to ask which an earlier read of its records recorded. */
+  dropLookup(id: number): KeyLookup {
+    const drops = this.chunk(id).drops ?? []
+    return lookupOfIds({ tenants: [...new Set(drops.map((k) => k.tenantId))], envs: [...new Set(drops.map((k) => k.environmentId))] }, [...new Set(drops.map((k) => k.id))])
   }
 
   /** A prepared chunk's outcomes, from its records decoded again. */
@@ -276,7 +291,8 @@ export class ChunkStore {
     if (!c.fresh || !c.duplicates || !c.keys || !c.rules || c.expiresAt === undefined) throw new Error(`chunk ${id} was not prepared`)
     const { events, rejected } = decodeRecords(c.fetch, c.from, c.to, Number.POSITIVE_INFINITY)
     const of = (indexes: Uint32Array) => Array.from(indexes, (i) => events[i])
-    return { outcomes: outcomesOf(of(c.fresh), c.keys, of(c.duplicates), rejected, c.rules).outcomes, expiresAt: c.expiresAt }
+    const kept = c.rejected ? Array.from(c.rejected, (i) => rejected[i]) : rejected
+    return { outcomes: outcomesOf(of(c.fresh), c.keys, of(c.duplicates), kept, c.rules).outcomes, expiresAt: c.expiresAt }
   }
 
   partToken(id: number, token: string, from: number, to: number): string {
@@ -390,7 +406,7 @@ export function startChunkThread(): ChunkThread {
       worker.postMessage({ id, method, args }, transferables(args))
       return answer
     }
-  const methods: (keyof ChunkStore)[] = ['fetch', 'next', 'candidates', 'prepare', 'partToken', 'refused', 'recordsOf', 'release', 'held']
+  const methods: (keyof ChunkStore)[] = ['fetch', 'next', 'candidates', 'prepare', 'dropLookup', 'partToken', 'refused', 'recordsOf', 'release', 'held']
   return {
     calls: Object.fromEntries(methods.map((m) => [m, call(m)])) as ChunkCalls,
     close: async () => {

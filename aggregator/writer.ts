@@ -20,7 +20,7 @@ import type { PartitionLookup } from './dedup-filter.ts'
 import type { BatchCounts, BatchRows } from './outcomes.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { writeCommitted } from '../infra/read-cache.ts'
-import { expiresText, insertBatch, lookupOfIds, recordedDrops, storedRows } from './store.ts'
+import { expiresText, insertBatch, recordedDrops, storedRows } from './store.ts'
 
 /** An event ClickHouse refused to store, with the reason. */
 export interface Refused {
@@ -99,7 +99,7 @@ const expiresNow = (deps: Deps): string => expiresText(new Date(deps.clock.now()
  * decode thread; the lookup and the meters are read here, where chDB and Postgres are. The lookup goes through the
  * partition's dedup filter; without one it is the full lookup. A chunk that finds records of its own already stored
  * (read again after a crash or a rebalance) and has duplicates to record is prepared again knowing which drops the
- * earlier read recorded, so none is recorded twice.
+ * earlier read recorded (duplicates and rejections), so none is recorded twice.
  */
 export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: number; scopes: Scope[] }, policy: RetryPolicy, pending: number[] = [], filter?: PartitionLookup): Promise<ChunkRows> {
   const lookup = await calls.candidates(chunk.id, pending)
@@ -107,9 +107,10 @@ export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: n
   const rules = await rulesFor(deps, chunk.scopes, policy)
   const expiresAt = expiresNow(deps)
   const ready = await calls.prepare(chunk.id, stored, rules, expiresAt)
-  if (!ready.result.replayed || ready.result.duplicates === 0) return ready
+  if (!ready.result.replayed || ready.result.duplicates + ready.result.rejected === 0) return ready
+  const drops = await calls.dropLookup(chunk.id)
+  const recorded = await retry(() => recordedDrops(deps.ch, drops), policy)
   await calls.candidates(chunk.id, pending)
-  const recorded = await retry(() => recordedDrops(deps.ch, lookupOfIds(lookup, [...new Set(stored.map((r) => r[2]))])), policy)
   return calls.prepare(chunk.id, stored, rules, expiresAt, recorded)
 }
 
