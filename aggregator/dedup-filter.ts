@@ -112,8 +112,8 @@ async function addRows(ch: ClickHouse, bloom: BlockedBloom, query: string, signa
 
 const HASH_COLUMNS = `toUInt32(bitShiftRight(h, 32)) AS hi, toUInt32(bitAnd(h, 4294967295)) AS lo`
 
-export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config'>, source: FilterSource): DedupFilter {
-  const { ch, logger } = deps
+export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config' | 'metrics'>, source: FilterSource): DedupFilter {
+  const { ch, logger, metrics } = deps
   const held = new Map<number, Held>()
   const stopped = new AbortController()
   const dir = join(deps.config.dataDir, 'dedup-filter', source.name.replace(/[^A-Za-z0-9._-]/g, '_'))
@@ -299,6 +299,8 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config'>, source
           h.recent.push(hashes)
           if (h.recent.length > RECENT_LOOKUPS) h.recent.shift()
           if (bloom.added > bloom.capacity || Date.now() - h.builtAt > REBUILD_AFTER_MS) rebuild(h)
+          metrics.dedupFilterIds.set({ partition: String(partition) }, bloom.added)
+          metrics.dedupFilterBytes.set({ partition: String(partition) }, bloom.bytes)
           if (hits.length === 0) return []
           const ids = idsOf(lookup)
           return storedRows(ch, lookupOfIds(lookup, hits.map((i) => ids[i])))
@@ -312,6 +314,8 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config'>, source
       for (const [p, h] of held) {
         if (keep.has(p) && (h.count === 0 || h.count === count || h.failed)) continue
         held.delete(p)
+        metrics.dedupFilterIds.remove({ partition: String(p) })
+        metrics.dedupFilterBytes.remove({ partition: String(p) })
         await h.ready.catch(() => {})
         await h.rebuilding
         await writeSnapshot(h).catch((err: unknown) => logger.warn({ err, partition: p }, 'dedup filter: snapshot not written'))

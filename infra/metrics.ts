@@ -22,6 +22,8 @@ export function createMetrics() {
     batchRows: new Histogram({ name: 'meterbill_batch_rows', help: 'Rows per usage batch insert', labelNames: ['path'] as const, buckets: [1, 10, 100, 1000, 5000, 10_000, 25_000, 50_000, 100_000], ...at }),
     insertSeconds: new Histogram({ name: 'meterbill_batch_insert_seconds', help: 'Time of one usage batch insert into ClickHouse, retries included', labelNames: ['path'] as const, buckets: SECONDS, ...at }),
     eventLogBacklog: new Gauge({ name: 'meterbill_event_log_backlog_events', help: 'Direct mode: events acknowledged into the event log and not yet inserted into ClickHouse', ...at }),
+    dedupFilterIds: new Gauge({ name: 'meterbill_dedup_filter_ids', help: 'Ids added to the dedup filter of a partition this process holds (repeats included)', labelNames: ['partition'] as const, ...at }),
+    dedupFilterBytes: new Gauge({ name: 'meterbill_dedup_filter_bytes', help: 'Memory of the dedup filter of a partition this process holds', labelNames: ['partition'] as const, ...at }),
     consumerLag: new Gauge({ name: 'meterbill_consumer_lag', help: 'Records of the partition not yet fetched by this aggregator (high watermark − last fetched − 1)', labelNames: ['partition'] as const, ...at }),
     billingInvoices: new Counter({ name: 'meterbill_billing_run_invoices_total', help: 'Invoices stored by billing runs', ...at }),
     billingFailures: new Counter({ name: 'meterbill_billing_run_failures_total', help: 'Subscriptions a billing run could not bill (retried on the next run)', ...at }),
