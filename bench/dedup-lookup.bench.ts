@@ -15,6 +15,7 @@ import { pino } from 'pino'
 import { loadConfig } from '../core/config.ts'
 import { ID_HASH_SQL } from '../core/dedup-hash.ts'
 import { openClickHouse, type ClickHouse } from '../infra/clickhouse.ts'
+import { createMetrics } from '../infra/metrics.ts'
 import { SQL_DIR, splitStatements } from '../infra/migrate.ts'
 import { dedupFilter, type DedupFilter } from '../aggregator/dedup-filter.ts'
 import { lookupOf, storedRows, type KeyLookup } from '../aggregator/store.ts'
@@ -63,7 +64,7 @@ const timedCh: ClickHouse = {
     s.end = performance.now()
   },
 }
-const deps = { ch: timedCh, logger, config }
+const deps = { ch: timedCh, logger, config, metrics: createMetrics() }
 
 /** Resident memory now and at its peak since the last reset (Linux /proc: chDB's memory is the process's). */
 const rss = (): { now: number; peak: number } => {
