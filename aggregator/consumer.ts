@@ -19,6 +19,7 @@ import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
 import { dedupFilter } from './dedup-filter.ts'
+import { PartitionGate } from './partition-gate.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { prepareChunk, storeChunk, type Refused } from './writer.ts'
 
@@ -90,8 +91,20 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   let run = 0
   // A dedup filter per partition held: loaded at its first chunk, let go (written to its snapshot) when revoked.
   const filter = dedupFilter(deps, { name: `kafka-${kafka.topic}`, partitions: () => kafka.partitions() })
+  const gate = new PartitionGate()
+  /**
+   * Partitions whose last commit succeeded since the last failure or assignment. A chunk's insert begins only after a
+   * commit of its partition succeeded (the one before it, or one of its own first offset): the broker takes a commit
+   * only from a member of the current generation, so a member dropped from the group (a session that timed out while
+   * a broker was away) learns it before it inserts, instead of inserting what the partition's new owner reads again.
+   */
+  const proven = new Set<number>()
+  consumer.on(consumer.events.REBALANCING, () => gate.rebalancing())
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
-    void filter.assign(payload.memberAssignment[kafka.topic] ?? []).catch((err: unknown) => deps.logger.warn({ err }, 'dedup filter: assignment not applied'))
+    const partitions = payload.memberAssignment[kafka.topic] ?? []
+    proven.clear()
+    gate.assigned(partitions)
+    void filter.assign(partitions).catch((err: unknown) => deps.logger.warn({ err }, 'dedup filter: assignment not applied'))
   })
 
   /**
@@ -101,6 +114,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   const rewind = (chunk: InFlight, err: unknown): void => {
     if (chunk.run !== run) return
     run++
+    proven.clear()
     const from = new Map<number, string>()
     for (const c of pipeline) if (!from.has(c.partition)) from.set(c.partition, c.first)
     pipeline = []
@@ -194,11 +208,19 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           // Ids a chunk ahead could not store after all were taken as stored: classify again.
           const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
           const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy, [], filter.of(b.partition)) : prepared
+          await gate.enter(range.partition)
+          if (!proven.has(range.partition)) {
+            await consumer.commitOffsets([{ topic: b.topic, partition: range.partition, offset: range.first }])
+            proven.add(range.partition)
+          }
           const { refused, ...result } = await storeChunk(deps, t.calls, c.id, ready, `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, 'kafka', policy)
           await deadLetter(b.topic, b.partition, records, refused)
           deps.logger.debug({ ...range, ...result, refused: refused.length }, 'usage batch stored')
           await options.afterInsert?.(range)
+          // A late commit of a partition that moved would move its new owner's offset back.
+          await gate.enter(range.partition)
           await consumer.commitOffsets([{ topic: b.topic, partition: b.partition, offset: (BigInt(range.last) + 1n).toString() }])
+          proven.add(range.partition)
           return { refused: refused.length }
         })()
         const entry: InFlight = { partition: range.partition, first: range.first, thread: t, id: c.id, done, run }
@@ -228,6 +250,8 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch: handle })
   return async () => {
     stopping = true
+    // Chunks waiting for an assignment that will not come (stopped during a rebalance) are read again by the next member.
+    gate.close()
     // Drain the pipeline while still a member of the group, so its commits land.
     await pipeline.at(-1)?.done.catch(() => {})
     // Disconnect waits for the batch in hand; an uncommitted one is read again by the next member.

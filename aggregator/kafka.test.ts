@@ -212,4 +212,35 @@ describe.skipIf(!brokers)('Kafka mode', () => {
     const drops = await h.running.deps.ch.client.query({ query: "SELECT count() AS n FROM event_drops WHERE startsWith(event_id, 'once-')", format: 'JSONEachRow' })
     expect(Number((await drops.json<{ n: string }>())[0].n)).toBe(1)
   })
+
+  it('counts each event once when a second aggregator joins while the first holds chunks in its pipeline', async () => {
+    await stopAggregator?.()
+    const moving = events('moving', 6000, 40).map((e) => ({ ...e, customer: `m${e.customer}` }))
+    await send(h, moving, { customer: 'm', name: 'job' })
+    // The first member's inserts are slow to commit, so chunks wait in its pipeline when the group rebalances.
+    let inserted = 0
+    const first = await startAggregator(h.running.deps, h.running.deps.kafka!, {
+      afterInsert: async () => {
+        inserted++
+        await new Promise((r) => setTimeout(r, 400))
+      },
+    })
+    let second: (() => Promise<void>) | undefined
+    try {
+      await until('the first aggregator inserted a chunk', async () => inserted > 0)
+      second = await startAggregator(h.running.deps, h.running.deps.kafka!)
+      const counts = async () => {
+        const rs = await h.running.deps.ch.client.query({ query: "SELECT count() AS n, uniqExact(id) AS ids FROM events WHERE startsWith(id, 'moving-')", format: 'JSONEachRow' })
+        return (await rs.json<{ n: string; ids: string }>())[0]
+      }
+      await until('the 6000 events are stored', async () => Number((await counts()).ids) === 6000, 120_000)
+      // Nothing late: a chunk inserted twice would add rows after the ids were all there.
+      await new Promise((r) => setTimeout(r, 3000))
+      expect(await counts()).toEqual({ n: '6000', ids: '6000' })
+    } finally {
+      await second?.()
+      await first()
+      stopAggregator = undefined
+    }
+  }, 180_000)
 })
