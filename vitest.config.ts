@@ -11,6 +11,7 @@ const SERVER_PATH = [
   'aggregator/stored-rows.test.ts',
   'aggregator/breakdown-backfill.test.ts',
   'aggregator/dedup-filter-server.test.ts',
+  'aggregator/dedup-filter.test.ts',
   'ingest/ingest.test.ts',
   'domains/usage/queries/usage.test.ts',
   'domains/invoicing/invoices/usage-analytics.test.ts',

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ID_HASH_SQL, idHashes } from '../core/dedup-hash.ts'
 import { eventKey, keyPartition } from '../core/partition.ts'
@@ -144,6 +145,21 @@ describe('dedup filter', () => {
     count = 1
     await filter.assign([0])
     expect(await found(filter, 0, [...moved, ...uuids(2)])).toEqual([...moved].sort())
+    await filter.stop()
+  })
+
+  it('builds the filters of one assignment in one read of event_ids, each holding its own customers', async () => {
+    const ids = [0, 1, 2].map(() => uuids(7))
+    for (const p of [0, 1, 2]) await store(ids[p], scope, customerOf(p))
+    const lines: string[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) })
+    const filter = dedupFilter({ ...running.deps, logger }, source('together'))
+    await filter.assign([0, 1, 2])
+    for (const p of [0, 1, 2]) expect(await found(filter, p, [...ids[p], ...uuids(2)])).toEqual([...ids[p]].sort())
+    const builds = lines.map((l) => JSON.parse(l) as { msg: string; partitions?: number[] }).filter((l) => l.msg === 'dedup filter: filters built from event_ids')
+    expect(builds.map((b) => b.partitions?.sort())).toEqual([[0, 1, 2]])
+    // Each filter was sized for its partition's ids only: partition 1's holds none of partition 2's stored ids.
+    expect(filter.held().find((h) => h.partition === 1)!.ids).toBeLessThan(filter.held().find((h) => h.partition === 0)!.ids + 1000)
     await filter.stop()
   })
 })

@@ -16,7 +16,7 @@ import { ID_HASH_SQL } from '../core/dedup-hash.ts'
 import { eventKey, keyPartition } from '../core/partition.ts'
 import type { ClickHouse } from '../infra/clickhouse.ts'
 import type { Deps } from '../infra/deps.ts'
-import { idsOf, lookupOfIds, storedRows, type KeyLookup, type StoredRow } from './store.ts'
+import { idsOf, lookupOfIds, storedRows, tsvField, type KeyLookup, type StoredRow } from './store.ts'
 
 /** A filter is sized for its ids times this at a build: room to grow before the next. */
 const HEADROOM = 1.25
@@ -30,6 +30,8 @@ const SNAPSHOT_EVERY_MS = 5 * 60_000
 const TOP_UP_MARGIN_S = 600
 /** Lookups whose hashes a rebuild adds again: more than the chunks a pipeline holds in flight (3). */
 const RECENT_LOOKUPS = 16
+/** A build waits this long for the other partitions of the same assignment to ask for theirs. */
+const BUILD_GATHER_MS = 50
 /** How often the barrier asks whether the inserts begun before it have ended. */
 const INSERTS_POLL_MS = 500
 
@@ -89,9 +91,12 @@ async function chNow(ch: ClickHouse): Promise<number> {
   return Number((await rs.json<{ t: string }>())[0].t)
 }
 
-/** Reads `hi,lo` lines of a statement's two UInt32 columns (ClickHouse's CSV) into the filter, as they come. */
-async function addRows(ch: ClickHouse, bloom: BlockedBloom, query: string, signal: AbortSignal, pending?: (hashes: Uint32Array) => void): Promise<void> {
-  let hi = 0
+/**
+ * Reads a statement's lines of unsigned integers (ClickHouse's CSV) as they come: `row` gets each line's numbers in a
+ * reused array (a partition, then the hash's high and low 32 bits).
+ */
+async function readRows(ch: ClickHouse, query: string, signal: AbortSignal, row: (values: number[]) => void): Promise<void> {
+  const values: number[] = []
   let value = 0
   for await (const piece of ch.streamCsv({ query, signal })) {
     const b = piece.bytes
@@ -99,11 +104,12 @@ async function addRows(ch: ClickHouse, bloom: BlockedBloom, query: string, signa
       const c = b[i]
       if (c >= 48 && c <= 57) value = value * 10 + (c - 48)
       else if (c === 44) {
-        hi = value
+        values.push(value)
         value = 0
       } else if (c === 10) {
-        bloom.add(hi, value)
-        pending?.(Uint32Array.of(hi, value))
+        values.push(value)
+        row(values)
+        values.length = 0
         value = 0
       }
     }
@@ -144,39 +150,78 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config' | 'metri
     }
   }
 
-  /** The customers of a partition, as a table expression's condition on event_ids; none when the topic has one partition. */
-  const customersOf = async (partition: number, count: number): Promise<string | undefined> => {
-    if (count === 1) return undefined
-    const rs = await ch.reader.query({
-      query: 'SELECT DISTINCT tenant_id, environment_id, external_customer_id FROM event_ids WHERE expires_at > now()',
-      format: 'JSONCompactEachRow',
-    })
-    const mine = (await rs.json<[string, string, string]>()).filter(([tenantId, environmentId, externalCustomerId]) => keyPartition(eventKey({ tenantId, environmentId, externalCustomerId }), count) === partition)
-    return mine.map((c) => c.map((s) => s.replace(/[\\\t\n\r]/g, (x) => ({ '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' })[x]!)).join('\t')).join('\n')
+  /**
+   * Filters of the partitions' ids in event_ids, read now, in one scan whatever their number (an assignment at start
+   * loads every partition it gets). The customers of each partition come from the key's partition function
+   * (core/partition.ts), over the distinct customers of event_ids with their ids' counts (which size the filters).
+   */
+  const buildMany = async (partitions: number[], count: number): Promise<{ blooms: Map<number, BlockedBloom>; builtAt: number }> => {
+    const builtAt = await chNow(ch)
+    const blooms = new Map<number, BlockedBloom>()
+    const sized = (ids: number) => BlockedBloom.sized(Math.max(MIN_CAPACITY, Math.ceil(ids * HEADROOM)))
+    const live = 'FROM event_ids WHERE expires_at > now()'
+    if (count === 1) {
+      // One partition holds every id.
+      const n = Number((await (await ch.reader.query({ query: `SELECT toString(count()) AS n ${live}`, format: 'JSONEachRow' })).json<{ n: string }>())[0].n)
+      const bloom = sized(n)
+      await readRows(ch, `SELECT ${HASH_COLUMNS} FROM (SELECT ${ID_HASH_SQL} AS h ${live})`, stopped.signal, (v) => bloom.add(v[0], v[1]))
+      for (const p of partitions) blooms.set(p, bloom)
+      return { blooms, builtAt }
+    }
+    const rs = await ch.reader.query({ query: `SELECT tenant_id, environment_id, external_customer_id, toString(count()) ${live} GROUP BY tenant_id, environment_id, external_customer_id`, format: 'JSONCompactEachRow' })
+    const wanted = new Set(partitions)
+    const ids = new Map<number, number>()
+    const lines: string[] = []
+    for (const [tenantId, environmentId, externalCustomerId, n] of await rs.json<[string, string, string, string]>()) {
+      const p = keyPartition(eventKey({ tenantId, environmentId, externalCustomerId }), count)
+      if (!wanted.has(p)) continue
+      ids.set(p, (ids.get(p) ?? 0) + Number(n))
+      lines.push(`${[tenantId, environmentId, externalCustomerId].map(tsvField).join('\t')}\t${p}`)
+    }
+    for (const p of partitions) blooms.set(p, sized(ids.get(p) ?? 0))
+    if (lines.length === 0) return { blooms, builtAt }
+    await ch.withRows({ format: 'TabSeparated', structure: 'tenant_id String, environment_id String, external_customer_id String, p UInt32', text: lines.join('\n') }, (rows) =>
+      readRows(
+        ch,
+        `SELECT c.p AS p, ${HASH_COLUMNS} FROM (SELECT tenant_id, environment_id, external_customer_id, ${ID_HASH_SQL} AS h ${live}) AS e
+          INNER JOIN ${rows} AS c USING (tenant_id, environment_id, external_customer_id)`,
+        stopped.signal,
+        (v) => blooms.get(v[0])!.add(v[1], v[2]),
+      ),
+    )
+    return { blooms, builtAt }
   }
 
-  /** A filter of the partition's ids in event_ids, read now; `pending` sees each hash added (for a rebuild's catch-up). */
-  const build = async (partition: number, count: number): Promise<{ bloom: BlockedBloom; builtAt: number }> => {
-    const builtAt = await chNow(ch)
-    const customers = await customersOf(partition, count)
-    const read = async (where: string): Promise<BlockedBloom> => {
-      const n = Number((await (await ch.reader.query({ query: `SELECT toString(count()) AS n FROM event_ids WHERE expires_at > now()${where}`, format: 'JSONEachRow' })).json<{ n: string }>())[0].n)
-      const bloom = BlockedBloom.sized(Math.max(MIN_CAPACITY, Math.ceil(n * HEADROOM)))
-      await addRows(ch, bloom, `SELECT ${HASH_COLUMNS} FROM (SELECT ${ID_HASH_SQL} AS h FROM event_ids WHERE expires_at > now()${where})`, stopped.signal)
-      return bloom
-    }
-    if (customers === undefined) return { bloom: await read(''), builtAt }
-    if (customers === '') return { bloom: BlockedBloom.sized(MIN_CAPACITY), builtAt }
-    const bloom = await ch.withRows({ format: 'TabSeparated', structure: 'tenant_id String, environment_id String, external_customer_id String', text: customers }, (rows) =>
-      read(` AND (tenant_id, environment_id, external_customer_id) IN (SELECT tenant_id, environment_id, external_customer_id FROM ${rows})`),
-    )
-    return { bloom, builtAt }
-  }
+  /**
+   * Builds run one at a time, each taking every partition asked for by then: the loads of one assignment share a scan
+   * (the first waits a moment for the others to reach it).
+   */
+  let asked: { partition: number; count: number; done: (r: { bloom: BlockedBloom; builtAt: number } | Error) => void }[] = []
+  let building: Promise<void> | undefined
+  const build = (partition: number, count: number): Promise<{ bloom: BlockedBloom; builtAt: number }> =>
+    new Promise((resolve, reject) => {
+      asked.push({ partition, count, done: (r) => (r instanceof Error ? reject(r) : resolve(r)) })
+      building ??= (async () => {
+        await sleep(BUILD_GATHER_MS)
+        while (asked.length > 0) {
+          const batch = asked.filter((a) => a.count === asked[0].count)
+          asked = asked.filter((a) => !batch.includes(a))
+          const t = performance.now()
+          try {
+            const { blooms, builtAt } = await buildMany([...new Set(batch.map((a) => a.partition))], batch[0].count)
+            logger.info({ partitions: [...blooms.keys()], ms: Math.round(performance.now() - t) }, 'dedup filter: filters built from event_ids')
+            for (const a of batch) a.done({ bloom: blooms.get(a.partition)!, builtAt })
+          } catch (err) {
+            for (const a of batch) a.done(err as Error)
+          }
+        }
+      })().finally(() => (building = undefined))
+    })
 
   /** Adds the ids stored since `since` (ClickHouse's clock, ms), whatever their partition: a few more are harmless. */
   const topUp = async (bloom: BlockedBloom, since: number): Promise<void> => {
     const from = Math.floor(since / 1000) - TOP_UP_MARGIN_S
-    await addRows(ch, bloom, `SELECT ${HASH_COLUMNS} FROM (SELECT ${ID_HASH_SQL} AS h FROM event_ids WHERE inserted_at >= toDateTime(${from}) AND expires_at > now())`, stopped.signal)
+    await readRows(ch, `SELECT ${HASH_COLUMNS} FROM (SELECT ${ID_HASH_SQL} AS h FROM event_ids WHERE inserted_at >= toDateTime(${from}) AND expires_at > now())`, stopped.signal, (v) => bloom.add(v[0], v[1]))
   }
 
   const readSnapshot = async (partition: number, count: number, now: number): Promise<{ header: SnapshotHeader; bloom: BlockedBloom } | undefined> => {

@@ -105,6 +105,9 @@ const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '
 const TSV_UNESCAPES: Record<string, string> = { t: '\t', n: '\n', r: '\r' }
 const TSV_SPECIAL = /[\\\t\n\r]/g
 
+/** A string as a TabSeparated field. */
+export const tsvField = (v: string): string => v.replace(TSV_SPECIAL, (c) => TSV_ESCAPES[c])
+
 /**
  * Strings as TabSeparated lines: joined as they are when none holds a backslash, tab or line break (one join and
  * one scan, not a quoted copy of each), else each escaped.
@@ -114,7 +117,7 @@ function tsvLines(values: string[]): string {
   let breaks = 0
   for (let at = joined.indexOf('\n'); at !== -1; at = joined.indexOf('\n', at + 1)) breaks++
   if (breaks === values.length - 1 && !/[\\\t\r]/.test(joined)) return joined
-  return values.map((v) => v.replace(TSV_SPECIAL, (c) => TSV_ESCAPES[c])).join('\n')
+  return values.map(tsvField).join('\n')
 }
 
 /** A stored key as the lookup answers it: tenant, environment, id, and when intake received the stored copy (epoch ms). */
