@@ -162,4 +162,25 @@ describe('dedup filter', () => {
     expect(filter.held().find((h) => h.partition === 1)!.ids).toBeLessThan(filter.held().find((h) => h.partition === 0)!.ids + 1000)
     await filter.stop()
   })
+
+  it('is rebuilt when full, once: the hashes it adds again after the read do not count as new ids', async () => {
+    const lines: string[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) })
+    const filter = dedupFilter({ ...running.deps, logger }, { name: 'full', partitions: async () => 1 })
+    await filter.assign([0])
+    const rebuilt = () => lines.filter((l) => l.includes('dedup filter: rebuilt')).length
+    // Chunks of 50,000 new ids, each stored after its lookup, past the smallest filter's 262,144 ids.
+    for (let i = 0; i < 6; i++) {
+      const chunk = uuids(50_000)
+      expect(await found(filter, 0, chunk)).toEqual([])
+      await store(chunk)
+    }
+    for (let waited = 0; rebuilt() === 0 && waited < 20_000; waited += 100) await new Promise((r) => setTimeout(r, 100))
+    expect(rebuilt()).toBe(1)
+    // The rebuilt filter has room: the next lookups start no other rebuild.
+    for (let i = 0; i < 3; i++) await found(filter, 0, uuids(100))
+    await new Promise((r) => setTimeout(r, 2000))
+    expect(rebuilt()).toBe(1)
+    await filter.stop()
+  }, 120_000)
 })

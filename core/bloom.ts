@@ -4,12 +4,28 @@
 // It never forgets an id it was given (no false negatives); it says "maybe" for a share of ids it never saw
 // (falsePositiveRate): the dedup filter checks those exactly, and trusts its misses.
 
+/** Parquet's salts: word i of a block gets bit (lo × SALT[i]) >>> 27 (setBits has them as constants, in this order). */
 const SALT = new Uint32Array([0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31])
 const WORDS = 8
 const TWO_32 = 4294967296
 
 /** Bits of filter per id it is sized for: 1.5 bytes (at that load, ~0.6% false positives; measured in bloom.test.ts). */
 const BITS_PER_ID = 12
+
+/**
+ * Sets a hash's bit in each word of the block at `at`, unrolled with the salts as constants: in a large filter the add is
+ * a cache miss, and the loop and array loads around it counted (~420 against ~150 ns an id into a 180 MB filter).
+ */
+function setBits(w: Uint32Array, at: number, lo: number): void {
+  w[at] |= 1 << (Math.imul(lo, 0x47b6137b) >>> 27)
+  w[at + 1] |= 1 << (Math.imul(lo, 0x44974d91) >>> 27)
+  w[at + 2] |= 1 << (Math.imul(lo, 0x8824ad5b) >>> 27)
+  w[at + 3] |= 1 << (Math.imul(lo, 0xa2b7289d) >>> 27)
+  w[at + 4] |= 1 << (Math.imul(lo, 0x705495c7) >>> 27)
+  w[at + 5] |= 1 << (Math.imul(lo, 0x2df1424b) >>> 27)
+  w[at + 6] |= 1 << (Math.imul(lo, 0x9efc4947) >>> 27)
+  w[at + 7] |= 1 << (Math.imul(lo, 0x5c6bfb31) >>> 27)
+}
 
 export class BlockedBloom {
   readonly words: Uint32Array
@@ -45,9 +61,7 @@ export class BlockedBloom {
   }
 
   add(hi: number, lo: number): void {
-    const at = this.block(hi)
-    const w = this.words
-    for (let i = 0; i < WORDS; i++) w[at + i] |= 1 << (Math.imul(lo, SALT[i]) >>> 27)
+    setBits(this.words, Math.floor((hi >>> 0) * (this.blocks / TWO_32)) * WORDS, lo)
     this.added++
   }
 
@@ -61,9 +75,12 @@ export class BlockedBloom {
     return true
   }
 
-  /** Adds every hash of `hashes` (pairs hi, lo). */
-  addAll(hashes: Uint32Array): void {
-    for (let i = 0; i < hashes.length; i += 2) this.add(hashes[i], hashes[i + 1])
+  /** Adds every hash of `hashes` (pairs hi, lo), `count` of them counted as added (all by default; a rebuild adds again hashes its read mostly held). */
+  addAll(hashes: Uint32Array, count = hashes.length >> 1): void {
+    const w = this.words
+    const scale = this.blocks / TWO_32
+    for (let i = 0; i < hashes.length; i += 2) setBits(w, Math.floor(hashes[i] * scale) * WORDS, hashes[i + 1])
+    this.added += count
   }
 
   /** The indexes (of pairs) in `hashes` the filter may hold. */

@@ -7,3 +7,9 @@ ALTER TABLE event_ids ADD COLUMN IF NOT EXISTS inserted_at DateTime DEFAULT now(
 ALTER TABLE event_ids MATERIALIZE COLUMN inserted_at SETTINGS allow_nondeterministic_mutations = 1;
 
 DROP TABLE IF EXISTS event_id_seen_generations;
+
+-- A top-up reads the rows stored since a snapshot: old parts (merged before it) are skipped whole by their granules'
+-- range, and only recent parts are read, not the whole column.
+ALTER TABLE event_ids ADD INDEX IF NOT EXISTS event_ids_inserted_at inserted_at TYPE minmax GRANULARITY 1;
+
+ALTER TABLE event_ids MATERIALIZE INDEX event_ids_inserted_at;
