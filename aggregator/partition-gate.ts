@@ -5,7 +5,7 @@
 // were counted twice. The new owner's load waits for the inserts already running (aggregator/dedup-filter.ts), which
 // began before this member rejoined, so before the new owner was assigned.
 
-export class PartitionRevokedError extends Error {}
+class PartitionRevokedError extends Error {}
 
 export class PartitionGate {
   /** The partitions of the current assignment; undefined while a rebalance runs (and before the first). */
