@@ -19,17 +19,20 @@ export function ensureYoungGeneration(): void {
   process.exit(child.status ?? 1)
 }
 
-/** Produces `n` events of `api.call` (UUID ids, 1,000 customers, now) into `topic`; returns the producer's events/s. */
-export async function preloadTopic(kafka: Kafka, topic: string, scope: Scope, n: number): Promise<number> {
+/**
+ * Produces `n` events of `api.call` (UUID ids, 1,000 customers, now) into `topic`; returns the producer's events/s.
+ * `same`: the ids and the instant to use instead (the same events into several topics: bench/scale-out.bench.ts).
+ */
+export async function preloadTopic(kafka: Kafka, topic: string, scope: Scope, n: number, same?: { ids: string[]; at: Date }): Promise<number> {
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
   await producer.connect()
   const start = performance.now()
-  const now = new Date()
+  const now = same?.at ?? new Date()
   for (let i = 0; i < n; i += 5000) {
     const messages = []
     for (let k = i; k < Math.min(n, i + 5000); k++) {
       // Ids as SDKs send them: short ids hid a lookup that slowed down past ~1 MB of ids (docs/usage.md).
-      const e = { id: randomUUID(), ...scope, eventName: 'api.call', externalCustomerId: `cust-${k % 1000}`, customerId: '', source: '', timestamp: now, receivedAt: now, properties: { tokens: k % 5000 } }
+      const e = { id: same?.ids[k] ?? randomUUID(), ...scope, eventName: 'api.call', externalCustomerId: `cust-${k % 1000}`, customerId: '', source: '', timestamp: now, receivedAt: now, properties: { tokens: k % 5000 } }
       messages.push({ key: eventKey(e), value: encodeEvent(e) })
     }
     await producer.send({ topic, acks: -1, messages })
