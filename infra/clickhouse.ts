@@ -69,9 +69,10 @@ const CSV_SETTINGS = { output_format_csv_crlf_end_of_line: 1, formatdatetime_f_p
 /** A piece of streamCsv: always bytes, ClickHouse's. */
 type CsvPiece = CsvText & { bytes: Uint8Array }
 
-type CsvFormat = 'CSV' | 'TabSeparatedRaw'
+/** RowBinary: fixed-width numbers as bytes, for a reader that decodes them itself (the dedup filter's hashes). */
+type CsvFormat = 'CSV' | 'TabSeparatedRaw' | 'RowBinary'
 /** The settings each format of streamCsv is written with (records built in SQL need none). */
-const FORMAT_SETTINGS: Record<CsvFormat, Record<string, number>> = { CSV: CSV_SETTINGS, TabSeparatedRaw: {} }
+const FORMAT_SETTINGS: Record<CsvFormat, Record<string, number>> = { CSV: CSV_SETTINGS, TabSeparatedRaw: {}, RowBinary: {} }
 
 interface StreamQuery {
   query: string
