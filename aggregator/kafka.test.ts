@@ -40,6 +40,20 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
   }
 }
 
+/** An aggregator that dies after its first insert, before the commit; then one that goes on from there. */
+async function dieBetweenInsertAndCommit(): Promise<void> {
+  let inserted = 0
+  stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!, {
+    afterInsert: async () => {
+      inserted++
+      throw new Error('killed between insert and commit')
+    },
+  })
+  await until('the dying aggregator inserted a chunk', async () => inserted > 0)
+  await stopAggregator()
+  stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!)
+}
+
 const total = async (meter: string, customer?: string) =>
   (await usage(h, { meter_id: meter, ...RANGE, ...(customer ? { external_customer_id: customer } : {}) })).value
 
@@ -62,16 +76,7 @@ describe.skipIf(!brokers)('Kafka mode', () => {
 
   it('stores each event once although the aggregator dies between insert and commit', async () => {
     await send(h, events('a', 3000, 40), { customer: 'x', name: 'job' })
-    let inserted = 0
-    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!, {
-      afterInsert: async () => {
-        inserted++
-        throw new Error('killed between insert and commit')
-      },
-    })
-    await until('the dying aggregator inserted a chunk', async () => inserted > 0)
-    await stopAggregator()
-    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!)
+    await dieBetweenInsertAndCommit()
     await until('all 3000 events are counted', async () => (await total(count)) === '3000')
     expect(await total(sum)).toBe(String(expectedSum(3000)))
   })
@@ -195,16 +200,7 @@ describe.skipIf(!brokers)('Kafka mode', () => {
     const once = events('once', 300, 1).map((e) => ({ ...e, customer: 'replayed' }))
     await send(h, once, { customer: 'replayed', name: 'job' })
     await send(h, [{ ...once[7], at: '2024-07-20T00:00:00.000Z' }], { customer: 'replayed', name: 'job' })
-    let inserted = 0
-    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!, {
-      afterInsert: async () => {
-        inserted++
-        throw new Error('killed between insert and commit')
-      },
-    })
-    await until('the dying aggregator inserted a chunk', async () => inserted > 0)
-    await stopAggregator()
-    stopAggregator = await startAggregator(h.running.deps, h.running.deps.kafka!)
+    await dieBetweenInsertAndCommit()
     await until('the 300 events are counted', async () => (await total(count, 'replayed')) === '300')
     await until('the resend is recorded', async () => (await h.http('GET', '/v1/events/lookup?event_id=once-7')).body.status === 'duplicate')
     expect((await h.http('GET', '/v1/events/lookup?event_id=once-7')).body.duplicates).toHaveLength(1)

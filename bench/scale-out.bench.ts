@@ -18,7 +18,6 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
-import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { Kafka, logLevel } from 'kafkajs'
@@ -28,6 +27,7 @@ import { createMeter } from '../domains/catalog/meters/service.ts'
 import { startRoles } from '../roles.ts'
 import { consumerGroup } from '../aggregator/consumer.ts'
 import { committedEvents, preloadTopic } from './aggregator-drain.ts'
+import { freePort } from '../test/kafka.ts'
 import { BENCH_TOPIC_PREFIX, benchDataDir, fmt, removeBenchTopics, report, YOUNG_GENERATION } from './common.ts'
 
 const TITLE = '## 11. Scale-out: aggregator processes on one ClickHouse (issue 31)'
@@ -45,14 +45,6 @@ if (!brokers) {
 const pgServer = process.env.SCALE_POSTGRES_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-    server.once('error', reject)
-  })
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
 const runId = `${process.pid}${Date.now().toString(36)}`
 

@@ -46,8 +46,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
  * On a Postgres server (CI), a database of this test file's own: scheduled jobs run over every tenant,
  * so test files sharing one database would see each other's subscriptions and invoices.
  */
-async function ownDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `meterbill_test_${process.pid}_${Date.now()}`
+/** A database of its own on the Postgres server at `serverUrl` (`meterbill_test_` ones are dropped by .ci/run's cleanup). */
+export async function ownDatabase(serverUrl: string, name = `meterbill_test_${process.pid}_${Date.now()}`): Promise<{ url: string; drop(): Promise<void> }> {
   const admin = () => postgres(serverUrl, { max: 1, onnotice: () => {} })
   const create = admin()
   await create.unsafe(`CREATE DATABASE ${name}`)

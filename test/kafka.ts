@@ -58,7 +58,8 @@ export function cuttableSockets(): { factory: ISocketFactory; cut(): void; resto
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const run = promisify(execFile)
 
-const freePort = (): Promise<number> =>
+/** A TCP port nothing listens on now, on 127.0.0.1. */
+export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = createServer().listen(0, '127.0.0.1', () => {
       const { port } = server.address() as { port: number }

@@ -18,14 +18,14 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createWriteStream, mkdtempSync, readdirSync, rmSync, type WriteStream } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Kafka, logLevel } from 'kafkajs'
-import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventKey, keyPartition } from '../../core/partition.ts'
+import { ownDatabase } from '../harness.ts'
+import { freePort } from '../kafka.ts'
 
 const ENABLED = Boolean(process.env.CI || process.env.MULTIPROCESS_TEST)
 if (!ENABLED) console.log('skipped: multi-process fault test runs in CI (set MULTIPROCESS_TEST=1)')
@@ -68,14 +68,6 @@ const secretsKey = randomBytes(32).toString('hex')
 const BASE_TIME = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000
 const RANGE = { start_time: new Date(BASE_TIME - 3_600_000).toISOString(), end_time: new Date(BASE_TIME + 3 * 3_600_000).toISOString() }
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-    server.once('error', reject)
-  })
 
 // ---------------------------------------------------------------------------------------------------------------
 // Child processes: their output to a file each, the last lines kept for failure messages.
@@ -197,24 +189,6 @@ async function kafkaCluster(): Promise<{ brokers: string; stopNode(n: number): P
   }
 }
 
-/** A database of the run's own on the Postgres server of DATABASE_URL (`meterbill_test_` ones are dropped by .ci/run's cleanup). */
-async function ownDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `meterbill_test_mp_${runId}`
-  const admin = () => postgres(serverUrl, { max: 1, onnotice: () => {} })
-  const create = admin()
-  await create.unsafe(`CREATE DATABASE ${name}`)
-  await create.end()
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const drop = admin()
-      await drop.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-      await drop.end()
-    },
-  }
-}
 
 async function restartPostgres(): Promise<void> {
   const command = process.env.MULTIPROCESS_PG_RESTART ?? `pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main restart`
@@ -416,7 +390,7 @@ describe.skipIf(!ENABLED)('the processes of a deployment through faults', () => 
     const server = process.env.DATABASE_URL
     if (!server) throw new Error('the multi-process fault test needs DATABASE_URL: a Postgres server (in CI the local one on 127.0.0.1:5432)')
     const started = Date.now()
-    ;[cluster, database] = await Promise.all([kafkaCluster(), ownDatabase(server)])
+    ;[cluster, database] = await Promise.all([kafkaCluster(), ownDatabase(server, `meterbill_test_mp_${runId}`)])
     note(`kafka cluster ${cluster.brokers}, database ${new URL(database.url).pathname.slice(1)}, topic ${topic} (${((Date.now() - started) / 1000).toFixed(1)}s)`)
 
     // ClickHouse: the HTTP endpoint over chDB, in a process of its own, on a port and data directory it keeps across its restart.
