@@ -196,7 +196,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
         do {
           current = run
           ahead = pipeline.filter((e) => e.thread === t)
-          prepared = await prepareChunk(deps, t.calls, c, policy, { pending: ahead.map((e) => e.id), filter: filter.of(b.partition), maybeReplay: !proven.has(b.partition) })
+          prepared = await prepareChunk(deps, t.calls, c, policy, { pending: ahead.map((e) => e.id), filter: filter.of(b.partition) })
           // A failure meanwhile: the ids taken as stored were not; classify again.
         } while (current !== run)
         // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
@@ -207,7 +207,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           await previous?.done
           // Ids a chunk ahead could not store after all were taken as stored: classify again.
           const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
-          const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy, { filter: filter.of(b.partition), maybeReplay: !proven.has(b.partition) }) : prepared
+          const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy, { filter: filter.of(b.partition) }) : prepared
           await gate.enter(range.partition)
           if (!proven.has(range.partition)) {
             await consumer.commitOffsets([{ topic: b.topic, partition: range.partition, offset: range.first }])

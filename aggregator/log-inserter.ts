@@ -32,7 +32,7 @@ interface Prepared {
  * resolved; the ids of `inFlight` (a chunk being inserted) count as stored. Copies cross (and are moved): the batch's
  * own arrays stay whole for a retry after a failure.
  */
-async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryPolicy, inFlight: Prepared | undefined, filter: PartitionLookup, maybeReplay: boolean): Promise<Prepared> {
+async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryPolicy, inFlight: Prepared | undefined, filter: PartitionLookup): Promise<Prepared> {
   const fetch = await t.calls.fetch(batch.bytes.slice(), batch.starts.slice(), batch.ends.slice(), Number.MAX_SAFE_INTEGER)
   const c = await t.calls.next(fetch)
   await t.calls.release(fetch)
@@ -40,7 +40,7 @@ async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: Retr
   try {
     for (const d of c.dead) deps.logger.warn({ token: batch.token, reason: d.reason }, 'a line of the event log is not an event; skipped')
     const pending = inFlight?.chunk && inFlight.thread === t ? [inFlight.chunk.id] : []
-    return { batch, thread: t, chunk: c, ready: await prepareChunk(deps, t.calls, c, policy, { pending, filter, maybeReplay }) }
+    return { batch, thread: t, chunk: c, ready: await prepareChunk(deps, t.calls, c, policy, { pending, filter }) }
   } catch (err) {
     await t.calls.release(c.id).catch(() => {})
     throw err
@@ -86,11 +86,6 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
     /** Batches read whose insert has not succeeded, oldest first: after a failure they are prepared again, in order. */
     let redo: LogBatch[] = []
     let inFlight: { p: Prepared; done: Promise<number> } | undefined
-    /**
-     * Whether a batch of this process was stored since its start or its last failure: until then a batch may be lines
-     * stored before a crash (the log is read again from its checkpoint), whose drops may be recorded already.
-     */
-    let settled = false
     for (;;) {
       let batch: LogBatch | undefined
       let next: Prepared | undefined
@@ -100,24 +95,22 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
           if (inFlight) {
             await inFlight.done
             inFlight = undefined
-            settled = true
             continue
           }
           if (stopping) return
           await log.changed()
           continue
         }
-        next = await prepare(deps, decodeThread(), batch, policy, inFlight?.p, filter, !settled)
+        next = await prepare(deps, decodeThread(), batch, policy, inFlight?.p, filter)
         if (inFlight) {
           const refused = await inFlight.done
           inFlight = undefined
-          settled = true
           // Its ids were taken as stored, and some were refused after all: classify again.
           if (refused > 0) {
             const again: Prepared = next
             next = undefined
             if (again.chunk) await again.thread.calls.release(again.chunk.id)
-            next = await prepare(deps, again.thread, batch, policy, undefined, filter, !settled)
+            next = await prepare(deps, again.thread, batch, policy, undefined, filter)
           }
         }
         inFlight = { p: next, done: insert(deps, next, policy, log) }
@@ -131,7 +124,6 @@ export function startLogInserter(deps: Deps, log: EventLog): LogInserter {
         // decode thread that died is replaced).
         const failed = inFlight
         inFlight = undefined
-        settled = false
         const stored = failed ? await failed.done.then(() => true, () => false) : true
         redo = [...(stored ? [] : [failed!.p.batch]), ...(batch && batch !== failed?.p.batch ? [batch] : []), ...redo]
         if (stopping) {

@@ -97,31 +97,28 @@ const expiresNow = (deps: Deps): string => expiresText(new Date(deps.clock.now()
 /**
  * A chunk's ids looked up (those of the `pending` chunks, in flight, count as stored) and its events resolved, on the
  * decode thread; the lookup and the meters are read here, where chDB and Postgres are. The lookup goes through the
- * partition's dedup filter; without one it is the full lookup. A chunk that finds records of its own already stored
- * (read again after a crash or a rebalance), or may be such a chunk, and has drops to record is prepared again knowing
- * which drops an earlier read recorded (duplicates and rejections), so none is recorded twice.
+ * partition's dedup filter; without one it is the full lookup. A chunk with drops to record (duplicates, rejections)
+ * asks which of them an earlier read of the same records recorded, and is prepared again without those: a chunk read
+ * again after a crash or a rebalance may hold them without any stored copy of its own to show it (a client's resends
+ * read by a member that died, or cut into other chunks), so every such chunk asks (by the primary key of event_drops).
  */
 export interface PrepareOptions {
   /** Chunks in flight: their ids count as stored. */
   pending?: number[]
   /** The partition's dedup filter; without one the full lookup. */
   filter?: PartitionLookup
-  /**
-   * The chunk may be records read before (the first ones after an assignment, a rewind or a restart, until one of them
-   * is committed): its duplicates found stored may have been recorded by that earlier read.
-   */
-  maybeReplay?: boolean
 }
 
-export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: number; scopes: Scope[] }, policy: RetryPolicy, { pending = [], filter, maybeReplay = false }: PrepareOptions = {}): Promise<ChunkRows> {
+export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: number; scopes: Scope[] }, policy: RetryPolicy, { pending = [], filter }: PrepareOptions = {}): Promise<ChunkRows> {
   const lookup = await calls.candidates(chunk.id, pending)
   const stored = await retry(() => (filter ? filter.stored(lookup) : storedRows(deps.ch, lookup)), policy)
   const rules = await rulesFor(deps, chunk.scopes, policy)
   const expiresAt = expiresNow(deps)
   const ready = await calls.prepare(chunk.id, stored, rules, expiresAt)
-  if (!(ready.result.replayed || maybeReplay) || ready.result.duplicates + ready.result.rejected === 0) return ready
+  if (ready.result.duplicates + ready.result.rejected === 0) return ready
   const drops = await calls.dropLookup(chunk.id)
   const recorded = await retry(() => recordedDrops(deps.ch, drops), policy)
+  if (recorded.length === 0) return ready
   await calls.candidates(chunk.id, pending)
   return calls.prepare(chunk.id, stored, rules, expiresAt, recorded)
 }
