@@ -104,8 +104,6 @@ interface Chunk {
   duplicates?: Uint32Array
   /** The rejected records it records (indexes in the decoded chunk's), when a replay left some out; else all. */
   rejected?: Uint32Array
-  /** The keys of the drops it records: a replay asks which of them an earlier read recorded. */
-  drops?: EventKey[]
   rules?: Map<string, MeterRules[]>
   expiresAt?: string
 }
@@ -272,16 +270,25 @@ export class ChunkStore {
       fresh: indexesOf(events, fresh),
       duplicates: indexesOf(events, duplicates),
       rejected: kept === rejected ? undefined : Uint32Array.from(kept, (r) => rejected.indexOf(r)),
-      drops: [...duplicates, ...kept.map((r) => r.event)],
       rules,
       expiresAt,
     })
     return { rows: encodeRows(prepared.outcomes, expiresAt), size: prepared.outcomes.length, result: { ...prepared.result, replayed: replayed + rejected.length - kept.length } }
   }
 
-  /** The ids of the drops a prepared chunk records, to ask which an earlier read of its records recorded. */
-  dropLookup(id: number): KeyLookup {
-    const drops = this.chunk(id).drops ?? []
+  /**
+   * The ids of the drops a looked-up chunk may record (its repeats, its candidates found `stored`, its rejections), to ask
+   * which of them an earlier read of its records recorded; undefined when it has none. Before prepare, which it informs.
+   */
+  dropLookup(id: number, stored: StoredRow[]): KeyLookup | undefined {
+    const c = this.chunk(id)
+    if (!c.candidates) throw new Error(`chunk ${id} was not looked up`)
+    const drops: EventKey[] = [...c.candidates.duplicates, ...this.decoded(c).rejected.map((r) => r.event)]
+    if (stored.length > 0) {
+      const { keys } = keysOf(stored)
+      for (const e of c.candidates.candidates) if (keys.has(e)) drops.push(e)
+    }
+    if (drops.length === 0) return undefined
     return lookupOfIds({ tenants: [...new Set(drops.map((k) => k.tenantId))], envs: [...new Set(drops.map((k) => k.environmentId))] }, [...new Set(drops.map((k) => k.id))])
   }
 

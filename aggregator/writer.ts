@@ -98,7 +98,7 @@ const expiresNow = (deps: Deps): string => expiresText(new Date(deps.clock.now()
  * A chunk's ids looked up (those of the `pending` chunks, in flight, count as stored) and its events resolved, on the
  * decode thread; the lookup and the meters are read here, where chDB and Postgres are. The lookup goes through the
  * partition's dedup filter; without one it is the full lookup. A chunk with drops to record (duplicates, rejections)
- * asks which of them an earlier read of the same records recorded, and is prepared again without those: a chunk read
+ * first asks which of them an earlier read of the same records recorded, and is prepared without those: a chunk read
  * again after a crash or a rebalance may hold them without any stored copy of its own to show it (a client's resends
  * read by a member that died, or cut into other chunks), so every such chunk asks (by the primary key of event_drops).
  */
@@ -114,12 +114,8 @@ export async function prepareChunk(deps: Deps, calls: ChunkCalls, chunk: { id: n
   const stored = await retry(() => (filter ? filter.stored(lookup) : storedRows(deps.ch, lookup)), policy)
   const rules = await rulesFor(deps, chunk.scopes, policy)
   const expiresAt = expiresNow(deps)
-  const ready = await calls.prepare(chunk.id, stored, rules, expiresAt)
-  if (ready.result.duplicates + ready.result.rejected === 0) return ready
-  const drops = await calls.dropLookup(chunk.id)
-  const recorded = await retry(() => recordedDrops(deps.ch, drops), policy)
-  if (recorded.length === 0) return ready
-  await calls.candidates(chunk.id, pending)
+  const drops = await calls.dropLookup(chunk.id, stored)
+  const recorded = drops && (await retry(() => recordedDrops(deps.ch, drops), policy))
   return calls.prepare(chunk.id, stored, rules, expiresAt, recorded)
 }
 
