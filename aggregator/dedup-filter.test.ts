@@ -157,7 +157,10 @@ describe('dedup filter', () => {
     await filter.assign([0, 1, 2])
     for (const p of [0, 1, 2]) expect(await found(filter, p, [...ids[p], ...uuids(2)])).toEqual([...ids[p]].sort())
     const builds = lines.map((l) => JSON.parse(l) as { msg: string; partitions?: number[] }).filter((l) => l.msg === 'dedup filter: filters built from event_ids')
-    expect(builds.map((b) => b.partitions?.sort())).toEqual([[0, 1, 2]])
+    // On a server each load first waits for the inserts running there (other test files' too, on the shared endpoint),
+    // and the loads may reach their builds apart; in process they meet in one.
+    if (running.deps.ch.kind === 'chdb') expect(builds.map((b) => b.partitions?.sort())).toEqual([[0, 1, 2]])
+    else expect(builds.flatMap((b) => b.partitions ?? []).sort()).toEqual([0, 1, 2])
     // Each filter was sized for its partition's ids only: partition 1's holds none of partition 2's stored ids.
     expect(filter.held().find((h) => h.partition === 1)!.ids).toBeLessThan(filter.held().find((h) => h.partition === 0)!.ids + 1000)
     await filter.stop()
