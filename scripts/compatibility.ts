@@ -1,0 +1,193 @@
+// docs/compatibility.md's matrix, regenerated: `npm run compat`. The SDK's operations (from @flexprice/sdk's own
+// generated source), whether each reaches a route declared here, and the counts are computed; each row's status and
+// notes are the page's, kept as written. A row whose status contradicts the routes is refused, never rewritten:
+// a method that reaches a route cannot be "not yet", one that reaches none cannot be supported or differ.
+// test/compatibility.test.ts fails when the committed page differs from what this writes.
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { apiRoutes } from '../http/api-routes.ts'
+import { healthRoutes } from '../http/routes/health.ts'
+import { ingestRoutes } from '../http/routes/intake.ts'
+import type { Route } from '../http/route.ts'
+
+const ROOT = join(import.meta.dirname, '..')
+const PAGE = join(ROOT, 'docs/compatibility.md')
+const SDK = join(ROOT, 'node_modules/@flexprice/sdk/src')
+/** The SDK's paths are relative to its server address, which ends in /v1 (as Flexprice's cloud's does). */
+const SERVER_PREFIX = '/v1'
+
+const STATUSES = ['supported', 'differs', 'not yet', 'not offered', 'removed'] as const
+type Status = (typeof STATUSES)[number]
+/** What a caller gets: these need a route, "not yet" must have none; "not offered" and "removed" may answer either way. */
+const WORKS: readonly Status[] = ['supported', 'differs']
+const VERBS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+interface Operation {
+  group: string
+  method: string
+  verb: string
+  /** As the SDK sends it, relative to the server's host (`/v1` included). */
+  path: string
+}
+
+interface Row {
+  status: Status
+  notes: string
+}
+
+const read = (path: string): string => readFileSync(path, 'utf8')
+const all = (re: RegExp, text: string): RegExpExecArray[] => [...text.matchAll(re)]
+
+/** Every operation the SDK's client offers, `flexprice.<group>.<method>()`, with the request it sends. */
+function sdkOperations(): Operation[] {
+  const classes = new Map<string, string>()
+  for (const [, group, cls] of all(/get (\w+)\(\): (\w+) \{/g, read(join(SDK, 'sdk/sdk.ts')))) classes.set(cls, group)
+  const ops: Operation[] = []
+  for (const file of readdirSync(join(SDK, 'sdk')).filter((f) => f.endsWith('.ts'))) {
+    const text = read(join(SDK, 'sdk', file))
+    const cls = /export class (\w+) extends ClientSDK/.exec(text)?.[1]
+    const group = cls && classes.get(cls)
+    if (!group) continue
+    const funcs = new Map(all(/import \{ (\w+) \} from "\.\.\/funcs\/([\w-]+)\.js"/g, text).map(([, fn, f]) => [fn, f]))
+    for (const [, method, fn] of all(/async (\w+)\([\s\S]*?unwrapAsync\((\w+)\(/g, text)) {
+      const source = read(join(SDK, 'funcs', `${funcs.get(fn)}.ts`))
+      const path = /pathToFunc\("([^"]+)"\)/.exec(source)?.[1]
+      const verb = /method: "([A-Z]+)"/.exec(source)?.[1]
+      if (!path || !verb) throw new Error(`@flexprice/sdk: no path or method found for ${group}.${method} (funcs/${funcs.get(fn)}.ts)`)
+      ops.push({ group, method, verb, path: SERVER_PREFIX + path })
+    }
+  }
+  return ops
+}
+
+const segments = (path: string): string[] => path.split('/').filter(Boolean)
+const isParam = (segment: string): boolean => /^\{\w+\}$|^:\w+$/.test(segment)
+
+/**
+ * Whether the SDK's request reaches a route: the same verb and segments, parameter names aside (`{id}`, `:id`). A
+ * route's parameter also takes a literal segment of the SDK's path (`/v1/webhooks/{provider}/…` takes `stripe`), except
+ * a record's `{id}`: `GET /v1/prices/units` is another resource, not the price with id "units".
+ */
+function reachesRoute(routes: Pick<Route, 'method' | 'path'>[], op: Operation): boolean {
+  const wanted = segments(op.path)
+  return routes.some((route) => {
+    const declared = segments(route.path)
+    const takes = (s: string, i: number): boolean => s === wanted[i] || (isParam(s) && (isParam(wanted[i]) || !/^(\{id\}|:id)$/.test(s)))
+    return route.method === op.verb && declared.length === wanted.length && declared.every(takes)
+  })
+}
+
+const cells = (line: string): string[] => line.replace(/^\|\s?/, '').replace(/\s?\|\s*$/, '').split(' | ')
+const unquote = (cell: string): string => cell.replace(/^`|`$/g, '').replace(/^\*\*|\*\*$/g, '').trim()
+
+interface Group {
+  heading: string
+  /** What follows the counts in the heading (` — the suite that calls it`). */
+  suffix: string
+  /** Text between the heading and the table, and after the table, kept as written. */
+  before: string[]
+  after: string[]
+}
+
+interface Page {
+  preamble: string[]
+  summaryAfter: string[]
+  methodsIntro: string[]
+  groups: Map<string, Group>
+  rows: Map<string, Row>
+}
+
+/** The page as written: its prose, each group's heading text, and each row's status and notes by method. */
+function parse(page: string): Page {
+  const lines = page.replace(/\n+$/, '').split('\n')
+  const summary = lines.indexOf('## Summary')
+  const methods = lines.indexOf('## Method by method')
+  if (summary < 0 || methods < summary) throw new Error('docs/compatibility.md: "## Summary" and then "## Method by method" are expected')
+  const firstGroup = lines.findIndex((l, i) => i > methods && l.startsWith('### '))
+  const sections = lines.slice(firstGroup < 0 ? lines.length : firstGroup)
+  const summaryText = lines.slice(summary + 1, methods)
+  const parsed: Page = {
+    preamble: lines.slice(0, summary),
+    summaryAfter: summaryText.slice(summaryText.findLastIndex((l) => l.startsWith('|')) + 1),
+    methodsIntro: lines.slice(methods + 1, firstGroup < 0 ? lines.length : firstGroup),
+    groups: new Map(),
+    rows: new Map(),
+  }
+  let group: Group | undefined
+  let table: string[] | undefined
+  for (const line of sections) {
+    const heading = /^### (\w+)(?: \(\d+ of \d+\))?(.*)$/.exec(line)
+    if (heading) {
+      group = { heading: heading[1], suffix: heading[2], before: [], after: [] }
+      table = undefined
+      parsed.groups.set(group.heading, group)
+    } else if (line.startsWith('|')) {
+      const row = cells(line)
+      if (!table) table = row.map((c) => c.trim())
+      else if (!/^-+$/.test(row[0].trim())) readRow(parsed, table, row)
+    } else (table ? group!.after : group!.before).push(line)
+  }
+  return parsed
+}
+
+function readRow(page: Page, header: string[], row: string[]): void {
+  const method = unquote(row[0])
+  const col = (name: string): number => header.indexOf(name)
+  const status = unquote(row[col('status')] ?? '') as Status
+  if (!STATUSES.includes(status)) throw new Error(`docs/compatibility.md: ${method} has status "${status}"; use one of ${STATUSES.join(', ')}`)
+  if (page.rows.has(method)) throw new Error(`docs/compatibility.md: ${method} has two rows; keep one`)
+  page.rows.set(method, { status, notes: row.slice(col('notes')).join(' | ').trim() })
+}
+
+const byRequest = (a: Operation, b: Operation): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : VERBS.indexOf(a.verb) - VERBS.indexOf(b.verb))
+const percent = (n: number, of: number): string => `${Math.round((100 * n) / of)}%`
+
+/** The page with its generated parts recomputed; throws on a row that contradicts the routes or names no SDK method. */
+export function compatibilityPage(page: string): string {
+  const { preamble, summaryAfter, methodsIntro, groups, rows } = parse(page)
+  const ops = sdkOperations()
+  // The routes `npm start` serves (every role).
+  const routes = [...healthRoutes, ...apiRoutes, ...ingestRoutes]
+  const known = new Set(ops.map((o) => o.method))
+  const stray = [...rows.keys()].filter((m) => !known.has(m))
+  if (stray.length) throw new Error(`docs/compatibility.md: rows for methods @flexprice/sdk does not have: ${stray.join(', ')}`)
+
+  const problems: string[] = []
+  const entries = ops.map((op) => {
+    const routed = reachesRoute(routes, op)
+    const row = rows.get(op.method) ?? { status: 'not yet', notes: '' }
+    if (routed && row.status === 'not yet') problems.push(`${op.method} (${op.verb} ${op.path}) reaches a route but says "not yet": mark it supported or differs (with the difference)`)
+    if (!routed && !rows.has(op.method)) problems.push(`${op.method} (${op.verb} ${op.path}) has no row: add one with its status`)
+    if (!routed && WORKS.includes(row.status)) problems.push(`${op.method} (${op.verb} ${op.path}) reaches no route but says "${row.status}"`)
+    return { op, routed, row }
+  })
+  if (problems.length) throw new Error(`docs/compatibility.md contradicts the routes:\n- ${problems.join('\n- ')}`)
+
+  const order = [...groups.keys(), ...new Set(ops.map((o) => o.group))].filter((g, i, a) => a.indexOf(g) === i && ops.some((o) => o.group === g))
+  const out = [...preamble, '## Summary', '', '| status | methods | reach a route |', '| --- | --- | --- |']
+  for (const status of STATUSES) {
+    const these = entries.filter((e) => e.row.status === status)
+    if (these.length) out.push(`| ${status} | ${these.length} | ${these.filter((e) => e.routed).length} |`)
+  }
+  const routed = entries.filter((e) => e.routed).length
+  out.push(`| **all** | **${entries.length}** | **${routed} (${percent(routed, entries.length)})** |`, ...summaryAfter, '## Method by method', ...methodsIntro)
+  for (const name of order) {
+    const group = groups.get(name) ?? { heading: name, suffix: '', before: [''], after: [''] }
+    const these = entries.filter((e) => e.op.group === name).sort((a, b) => byRequest(a.op, b.op))
+    const working = these.filter((e) => WORKS.includes(e.row.status)).length
+    out.push(`### ${name} (${working} of ${these.length})${group.suffix}`, ...group.before)
+    out.push('| method | request | reaches a route | status | notes |', '| --- | --- | --- | --- | --- |')
+    for (const { op, routed: r, row } of these) {
+      const status = row.status === 'differs' ? '**differs**' : row.status
+      out.push(`| \`${op.method}\` | \`${op.verb} ${op.path}\` | ${r ? 'yes' : 'no'} | ${status} | ${row.notes} |`)
+    }
+    out.push(...group.after)
+  }
+  return `${out.join('\n').replace(/\n+$/, '')}\n`
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  writeFileSync(PAGE, compatibilityPage(read(PAGE)))
+  console.log('docs/compatibility.md regenerated')
+}

@@ -1,0 +1,39 @@
+// docs/compatibility.md cannot drift from the code: its requests, "reaches a route" column and counts are what
+// scripts/compatibility.ts computes from @flexprice/sdk's operations and the routes, and no row's status contradicts them.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { compatibilityPage } from '../scripts/compatibility.ts'
+
+const page = readFileSync(join(import.meta.dirname, '../docs/compatibility.md'), 'utf8')
+
+describe('docs/compatibility.md', () => {
+  it('is what `npm run compat` writes from the SDK and the routes', () => {
+    expect(compatibilityPage(page) === page, 'docs/compatibility.md is out of date: run `npm run compat` and commit the result').toBe(true)
+  })
+
+  it('has one row for each of the SDK 2.0.1 operations, counted per status', () => {
+    const rows = page.split('\n').filter((l) => l.startsWith('| `'))
+    expect(rows).toHaveLength(188)
+    expect(new Set(rows.map((l) => l.split(' | ')[0])).size).toBe(188)
+    expect(page).toContain('| **all** | **188** |')
+  })
+
+  it('refuses "not yet" on a method that reaches a route', () => {
+    const stale = page.replace(/(\| `getCustomer` \| `GET \/v1\/customers\/\{id\}` \| yes \| )supported/, '$1not yet')
+    expect(stale).not.toBe(page)
+    expect(() => compatibilityPage(stale)).toThrow(/getCustomer \(GET \/v1\/customers\/\{id\}\) reaches a route but says "not yet"/)
+  })
+
+  it('refuses supported on a method that reaches no route', () => {
+    const claimed = page.replace(/(\| `getCostsheet` \| `GET \/v1\/costs\/\{id\}` \| no \| )[^|]+\|/, '$1supported |')
+    expect(claimed).not.toBe(page)
+    expect(() => compatibilityPage(claimed)).toThrow(/getCostsheet \(GET \/v1\/costs\/\{id\}\) reaches no route but says "supported"/)
+  })
+
+  it('refuses a row for a method the SDK does not have, and a method with two rows', () => {
+    const row = page.split('\n').find((l) => l.startsWith('| `getCustomer` |'))!
+    expect(() => compatibilityPage(page.replace(row, `${row}\n${row.replace('getCustomer', 'getCustomerV9')}`))).toThrow(/methods @flexprice\/sdk does not have: getCustomerV9/)
+    expect(() => compatibilityPage(page.replace(row, `${row}\n${row}`))).toThrow(/getCustomer has two rows/)
+  })
+})
