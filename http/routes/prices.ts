@@ -4,6 +4,8 @@ import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { currencySchema, dateTime, metadataSchema, nonNegativeDecimal, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
+import type { Actor } from '../../core/scope.ts'
+import type { Deps } from '../../infra/deps.ts'
 import * as service from '../../domains/catalog/prices/service.ts'
 
 const tiers: JsonSchema = {
@@ -57,10 +59,21 @@ export const priceSchema: JsonSchema = {
     price_unit_amount: nonNegativeDecimal,
     price_unit_tiers: tiers,
     conversion_rate: nonNegativeDecimal,
+    price_unit_id: { type: 'string', minLength: 1, description: 'a price unit of the catalog (GET /v1/prices/units): its code and rate are taken' },
+    price_unit_config: {
+      type: 'object',
+      required: ['price_unit'],
+      additionalProperties: false,
+      description: "Flexprice's form of price_unit, price_unit_amount and price_unit_tiers",
+      properties: { price_unit: { type: 'string', minLength: 1, maxLength: 16 }, amount: nonNegativeDecimal, price_unit_tiers: tiers },
+    },
     start_date: dateTime,
     end_date: dateTime,
   },
 }
+
+/** One price as answered, with its unit, meter and group. */
+const one = async (deps: Deps, actor: Actor, row: Promise<service.PriceRow>) => (await service.expandedPrices(deps, actor, [await row]))[0]
 
 const owner: Record<string, JsonSchema> = {
   plan_id: { type: 'string', minLength: 1 },
@@ -79,7 +92,7 @@ export const priceRoutes: Route[] = [
     permission: 'write',
     body: { type: 'object', required: ['items'], additionalProperties: false, properties: { items: { type: 'array', minItems: 1, maxItems: 100, items: createBody } } },
     status: 201,
-    handler: async ({ deps, actor, body }) => ({ items: toWire((await service.createPricesBulk(deps, actor, body.items)).map(service.priceView)) }),
+    handler: async ({ deps, actor, body }) => ({ items: toWire(await service.expandedPrices(deps, actor, await service.createPricesBulk(deps, actor, body.items))) }),
   }),
   defineRoute({
     method: 'GET',
@@ -87,7 +100,7 @@ export const priceRoutes: Route[] = [
     tag: 'Prices',
     summary: 'Get the published price with this lookup_key',
     permission: 'read',
-    handler: async ({ deps, actor, params }) => toWire(service.priceView(await service.getPriceByLookupKey(deps, actor, params.lookup_key))),
+    handler: async ({ deps, actor, params }) => toWire(await one(deps, actor, service.getPriceByLookupKey(deps, actor, params.lookup_key))),
   }),
   ...recordRoutes({
     path: '/v1/prices',
@@ -99,14 +112,14 @@ export const priceRoutes: Route[] = [
     // Billing terms are fixed once a price exists: subscriptions bill from them. Create a new price instead.
     updateBody: { type: 'object', additionalProperties: false, properties: { ...details, version: versionField } },
     service: {
-      create: async (deps, actor, body) => service.priceView(await service.createPrice(deps, actor, body)),
-      get: async (deps, actor, id) => service.priceView(await service.getPrice(deps, actor, id)),
+      create: (deps, actor, body) => one(deps, actor, service.createPrice(deps, actor, body)),
+      get: (deps, actor, id) => one(deps, actor, service.getPrice(deps, actor, id)),
       list: async (deps, actor, request) => {
         const page = await service.listPrices(deps, actor, request)
-        return { ...page, items: page.items.map(service.priceView) }
+        return { ...page, items: await service.expandedPrices(deps, actor, page.items) }
       },
-      update: async (deps, actor, id, body) => service.priceView(await service.updatePrice(deps, actor, id, body)),
-      remove: async (deps, actor, id) => service.priceView(await service.deletePrice(deps, actor, id)),
+      update: (deps, actor, id, body) => one(deps, actor, service.updatePrice(deps, actor, id, body)),
+      remove: (deps, actor, id) => one(deps, actor, service.deletePrice(deps, actor, id)),
     },
   }),
 ]

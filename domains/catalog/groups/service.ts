@@ -4,7 +4,7 @@ import { AppError, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
+import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import * as store from './store.ts'
@@ -101,4 +101,9 @@ export async function deleteGroup(deps: Deps, actor: Actor, id: string): Promise
 export async function requireGroup(db: Db, scope: Scope, id: string, entityType: store.GroupEntity): Promise<void> {
   const group = await referenced('group_id', requireRecord<store.GroupRow>(db, store.GROUPS, scope, id, { published: true }))
   if (group.entity_type !== entityType) throw validationError('group_id', `group ${id} groups ${group.entity_type}s, not ${entityType}s`)
+}
+
+/** Groups by id in any status, with their members, for embedding (a price's group). */
+export async function groupsByIds(db: Db, scope: Scope, ids: string[]): Promise<Map<string, GroupView>> {
+  return new Map((await withMembers(db, scope, await findRecords<store.GroupRow>(db, store.GROUPS, scope, ids))).map((g) => [g.id, g]))
 }

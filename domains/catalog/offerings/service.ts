@@ -9,7 +9,7 @@ import { notFound } from '../../../core/errors.ts'
 import { deleteRecord, filterConditions, findPublishedBy, insertRecord, listRecords, requireRecord, updateRecord } from '../../../infra/records.ts'
 import { createEntitlementsIn, entitlementsOf, uniqueEntitlements, type EntitlementInput, type EntitlementView } from '../entitlements/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
-import { copyPrices, insertPrices, preparePrices, priceKeys, pricesOf, priceView, type NewPrice, type PriceRow } from '../prices/service.ts'
+import { copyPrices, insertPrices, preparePrices, priceKeys, pricesOf, priceViews, type NewPrice, type PriceView } from '../prices/service.ts'
 import { auditOf, transaction, uniquely } from '../../records/service.ts'
 import * as store from './store.ts'
 import type { OfferingKind } from './kinds.ts'
@@ -17,7 +17,7 @@ import type { OfferingKind } from './kinds.ts'
 export type { OfferingRow } from './store.ts'
 
 export interface OfferingView extends store.OfferingRow {
-  prices: PriceRow[]
+  prices: PriceView[]
   entitlements: EntitlementView[]
 }
 
@@ -45,10 +45,10 @@ export interface UpdateOfferingInput extends OfferingFields {
 
 async function expand(db: Db, scope: Scope, kind: OfferingKind, rows: store.OfferingRow[]): Promise<OfferingView[]> {
   const ids = rows.map((r) => r.id)
-  const [prices, entitlements] = [await pricesOf(db, scope, ids), await entitlementsOf(db, scope, ids)]
+  const [prices, entitlements] = [await priceViews(db, scope, await pricesOf(db, scope, ids)), await entitlementsOf(db, scope, ids)]
   return rows.map((row) => ({
     ...row,
-    prices: prices.filter((p) => p.entity_id === row.id).map(priceView),
+    prices: prices.filter((p) => p.entity_id === row.id),
     entitlements: entitlements.filter((e) => e.entity_id === row.id),
   }))
 }

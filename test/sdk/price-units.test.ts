@@ -1,0 +1,69 @@
+// Flexprice's SDK against price units: the seven priceUnits methods, a price set in a unit of the catalog
+// (price_unit_config, as the SDK sends it) and what a caller reads back — only SDK calls.
+import { describe, expect, it } from 'vitest'
+import { twoTenants } from '../catalog.ts'
+import { failure, sdk } from './client.ts'
+
+const t = twoTenants()
+const fp = () => sdk(t.h)
+
+describe('priceUnits', () => {
+  it('creates, reads by id and by code, lists, searches, updates and deletes a unit', async () => {
+    const unit = await fp().priceUnits.createPriceUnit({ name: 'Credits', code: 'crd', symbol: '₵', baseCurrency: 'usd', conversionRate: '0.01', metadata: { team: 'ai' } })
+    // Codes and currencies are kept upper case, as price_unit and currency are on prices.
+    expect(unit).toMatchObject({ name: 'Credits', code: 'CRD', symbol: '₵', baseCurrency: 'USD', conversionRate: '0.01', metadata: { team: 'ai' }, status: 'published' })
+    expect(unit.id).toMatch(/^price_unit_/)
+
+    expect((await fp().priceUnits.getPriceUnit(unit.id!)).code).toBe('CRD')
+    expect((await fp().priceUnits.getPriceUnitByCode('crd')).id).toBe(unit.id)
+    const listed = await fp().priceUnits.listPriceUnits({ limit: 10 })
+    expect(listed.items?.map((u) => u.id)).toContain(unit.id)
+    const found = await fp().priceUnits.queryPriceUnit({ priceUnitIds: [unit.id!] })
+    expect(found.items?.map((u) => u.id)).toEqual([unit.id])
+    expect(found.pagination).toMatchObject({ total: 1 })
+
+    expect(await fp().priceUnits.updatePriceUnit(unit.id!, { name: 'AI credits' })).toMatchObject({ id: unit.id, name: 'AI credits', conversionRate: '0.01' })
+
+    await fp().priceUnits.deletePriceUnit(unit.id!)
+    expect((await fp().priceUnits.getPriceUnit(unit.id!)).status).toBe('deleted')
+    expect((await failure(fp().priceUnits.getPriceUnitByCode('CRD'))).statusCode).toBe(404)
+    // Another tenant does not see it.
+    expect((await failure(sdk(t.h, t.other).priceUnits.getPriceUnit(unit.id!))).statusCode).toBe(404)
+  })
+
+  it('refuses a second unit with the same code, a rate of zero and a bad currency, naming the field', async () => {
+    await fp().priceUnits.createPriceUnit({ name: 'Tokens', code: 'TOK', symbol: 'T', baseCurrency: 'USD', conversionRate: '0.001' })
+    const twice = await failure(fp().priceUnits.createPriceUnit({ name: 'Tokens again', code: 'tok', symbol: 'T', baseCurrency: 'USD', conversionRate: '0.001' }))
+    expect(twice.statusCode).toBe(409)
+    const zero = await failure(fp().priceUnits.createPriceUnit({ name: 'Zero', code: 'ZRO', symbol: 'Z', baseCurrency: 'USD', conversionRate: '0' }))
+    expect(JSON.parse(zero.body)).toMatchObject({ code: 'validation_error', details: { conversion_rate: expect.any(String) } })
+    const currency = await failure(fp().priceUnits.createPriceUnit({ name: 'Bad', code: 'BAD', symbol: 'B', baseCurrency: 'US', conversionRate: '1' }))
+    expect(JSON.parse(currency.body)).toMatchObject({ code: 'validation_error', details: { base_currency: expect.any(String) } })
+  })
+
+  it('prices a plan in a unit: the rate and code come from the unit, the amount is converted; a unit in use is not deleted', async () => {
+    const unit = await fp().priceUnits.createPriceUnit({ name: 'Gems', code: 'GEM', symbol: '◆', baseCurrency: 'USD', conversionRate: '0.05' })
+    const plan = await fp().plans.createPlan({ name: 'Gem plan' })
+    const price = await fp().prices.createPrice({
+      entityType: 'PLAN',
+      entityId: plan.id!,
+      currency: 'USD',
+      type: 'FIXED',
+      billingModel: 'FLAT_FEE',
+      billingCadence: 'RECURRING',
+      billingPeriod: 'MONTHLY',
+      invoiceCadence: 'ADVANCE',
+      priceUnitType: 'CUSTOM',
+      priceUnitConfig: { priceUnit: 'GEM', amount: '250' },
+    })
+    // 250 GEM at 0.05 USD each: 12.50 USD.
+    expect(price).toMatchObject({ priceUnitType: 'CUSTOM', priceUnit: 'GEM', priceUnitId: unit.id, priceUnitAmount: '250', conversionRate: '0.05', amount: '12.5', displayAmount: '$12.50', displayPriceUnitAmount: '◆250' })
+    expect(price.pricingUnit).toMatchObject({ id: unit.id, code: 'GEM', symbol: '◆', baseCurrency: 'USD', conversionRate: '0.05' })
+    expect((await fp().prices.getPrice(price.id!)).priceUnitId).toBe(unit.id)
+
+    const inUse = await failure(fp().priceUnits.deletePriceUnit(unit.id!))
+    expect(JSON.parse(inUse.body)).toMatchObject({ code: 'invalid_operation', details: { price_unit_id: unit.id, prices: 1 } })
+    await fp().prices.deletePrice(price.id!, {})
+    await fp().priceUnits.deletePriceUnit(unit.id!)
+  })
+})
