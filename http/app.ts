@@ -10,6 +10,7 @@ import { routeGroups } from './route-groups.ts'
 import { healthRoutes } from './routes/health.ts'
 import { openApiRoutes } from './routes/openapi.ts'
 import { consoleMiddleware } from './console.ts'
+import { discardUnread } from './unread-body.ts'
 
 const VERSION = '0.1.0'
 
@@ -41,6 +42,11 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
       const route = (ctx as { _matchedRoute?: string })._matchedRoute
       timer({ route: typeof route === 'string' ? route : 'unmatched', method: ctx.method, status: String(ctx.status) })
     }
+  })
+  // After the error handler answered: a body refused unread is drained before the answer goes (http/unread-body.ts).
+  app.use(async (ctx, next) => {
+    await next()
+    if (!ctx.req.complete) await discardUnread(ctx.req)
   })
   app.use(errorHandler(deps.logger))
   app.use(consoleMiddleware({ routes }))

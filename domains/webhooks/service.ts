@@ -77,9 +77,13 @@ function checkedUrl(raw: string): string {
   return raw
 }
 
+/** In the spec's event list, but the spec also removed pausing and resuming (rule 12): a filter on them would wait forever. */
+const NEVER_SENT = ['subscription.paused', 'subscription.resumed']
+
 function checkedTypes(types: string[]): string[] {
   types.forEach((type, i) => {
     if (!EVENT_TYPES.includes(type)) throw validationError(`filter_types[${i}]`, `is not an event type: ${type}`)
+    if (NEVER_SENT.includes(type)) throw validationError(`filter_types[${i}]`, `${type} is never sent: pausing and resuming subscriptions was removed from the API`)
   })
   return [...new Set(types)]
 }

@@ -156,6 +156,7 @@ describe('webhook endpoints', () => {
     ['url', { url: 'https://user:pw@hooks.example.com/x' }],
     ['url', {}],
     ['filter_types[1]', { url: 'https://hooks.example.com/x', filter_types: ['customer.created', 'customer.exploded'] }],
+    ['filter_types[0]', { url: 'https://hooks.example.com/x', filter_types: ['subscription.resumed'] }],
     ['disabled', { url: 'https://hooks.example.com/x', disabled: 'yes' }],
   ])('refuses a bad %s with validation_error naming it, writing nothing', async (field, body) => {
     const t = await tenant()

@@ -8,7 +8,7 @@ import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { currencySchema, dateTime, decimalString, fromListQuery, fromSearchBody, idList, listQuery, metadataSchema, nonNegativeDecimal, searchBody, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
-import { validationError } from '../../core/errors.ts'
+import { AppError, validationError } from '../../core/errors.ts'
 import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { cancelSubscription, type CancelInput } from '../../domains/invoicing/changes/cancel.ts'
@@ -448,4 +448,17 @@ export const subscriptionRoutes: Route[] = [
     query: entitlementQuery,
     handler: async ({ deps, actor, params, query, ctx }) => answerPrebuilt(ctx, await customerEntitlements(deps, actor, { id: params.id }, query)),
   }),
+  // The spec removed pause and resume (rule 12): their SDK methods get 410 saying so, not a 404 that reads as a wrong id.
+  ...([['POST', 'pause'], ['GET', 'pauses'], ['POST', 'resume']] as const).map(([method, op]) =>
+    defineRoute({
+      method,
+      path: `/v1/subscriptions/{id}/${op}`,
+      tag: 'Subscriptions',
+      summary: 'Removed by the specification (pause and resume no longer exist): always 410',
+      permission: 'read',
+      handler: async () => {
+        throw new AppError('invalid_operation', 'pausing and resuming subscriptions was removed from the API; cancel the subscription instead', { operation: op }, { status: 410 })
+      },
+    }),
+  ),
 ]

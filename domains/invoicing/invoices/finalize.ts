@@ -37,7 +37,7 @@ const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_
  * Finalizes a locked draft: computed again when `spec` is given, prepaid credits applied, then a
  * zero invoice that asks for no payment is SKIPPED (no number); any other takes the next number of the
  * sequence in this transaction and is FINALIZED. A trial's zero invoice (rule 6) is paid at once when
- * invoices are sent, or carries a checkout address when the card is charged.
+ * invoices are sent, or waits for a card when the card is charged.
  */
 export async function finalizeLocked(deps: Deps, tx: Tx, scope: Scope, audit: Audit, invoice: store.InvoiceRow, spec?: InvoiceSpec): Promise<store.InvoiceRow> {
   if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
@@ -67,7 +67,7 @@ export const skipped = (i: Pick<Finalizing, 'total' | 'billing_reason'>): boolea
 /**
  * The columns that finalize an invoice: SKIPPED without a number, or FINALIZED with `number`; nothing
  * left to pay (a zero trial invoice sent to the customer, prepaid in full) is paid at once, while a
- * trial charged automatically carries a checkout address for the card capture instead.
+ * trial charged automatically waits for a card instead (checkout_status: awaiting_payment_method).
  */
 export function finalColumns(i: Finalizing, number: string | null, collection: string | null, at: Date): Record<string, unknown> {
   if (skipped(i)) return { invoice_status: 'SKIPPED' }
@@ -78,7 +78,8 @@ export function finalColumns(i: Finalizing, number: string | null, collection: s
     invoice_number: number,
     finalized_at: at,
     ...(paid && !checkout ? { payment_status: 'SUCCEEDED', paid_at: at } : i.amount_paid.gt(0) ? { payment_status: 'PENDING' } : {}),
-    ...(checkout && { metadata: { ...i.metadata, checkout_url: `urn:meterbill:checkout:${i.id}`, checkout_status: 'awaiting_payment_method' } }),
+    // No checkout_url yet: only a payment provider's setup page is an address a customer can use (domains/integrations).
+    ...(checkout && { metadata: { ...i.metadata, checkout_status: 'awaiting_payment_method' } }),
   }
 }
 
