@@ -21,7 +21,7 @@ export type ProrateInput = {
 export type ProrationLine = { description: string; amount: Decimal }
 
 const utcMidnight = (d: Date): number => Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate())
-const utcDays = (a: Date, b: Date): number => Math.floor((utcMidnight(b) - utcMidnight(a)) / DAY_MS)
+export const utcDays = (a: Date, b: Date): number => Math.floor((utcMidnight(b) - utcMidnight(a)) / DAY_MS)
 const wholeSeconds = (a: Date, b: Date): number => Math.floor(b.getTime() / 1000) - Math.floor(a.getTime() / 1000)
 
 /** Counts the used and total units (days or seconds) of the period. */

@@ -34,6 +34,8 @@ export interface SubscriptionRow extends RecordRow {
   invoicing_customer_id: string | null
   parent_subscription_id: string | null
   plan_id: string
+  /** When it joined plan_id by a plan change (sql/postgres/0700); null: at its start. */
+  plan_start_date: Date | null
   lookup_key: string | null
   currency: string
   subscription_status: SubscriptionStatus

@@ -1,0 +1,108 @@
+// Plan changes, their schedules and plan sync: Flexprice's previewSubscriptionChange,
+// executeSubscriptionChange, the subscription-schedule reads and cancel, and syncPlanPrices. The SDK's
+// schedule paths repeat /v1 (its base address already ends in /v1), so they are mounted under both.
+import { BILLING_PERIODS } from '../../core/periods.ts'
+import type { JsonSchema } from '../../core/validate.ts'
+import { executePlanChange, previewPlanChange, type PlanChangeInput } from '../../domains/invoicing/changes/plan-change.ts'
+import { cancelSchedule, getSchedule, listSchedules, type ScheduleQuery } from '../../domains/invoicing/changes/schedules.ts'
+import { metadataSchema, versionField } from '../record-schema.ts'
+import { defineRoute, type Route } from '../route.ts'
+
+const id: JsonSchema = { type: 'string', minLength: 1 }
+const behaviors = ['create_prorations', 'always_invoice', 'none']
+
+const changeBody: JsonSchema = {
+  type: 'object',
+  required: ['target_plan_id'],
+  additionalProperties: false,
+  properties: {
+    target_plan_id: id,
+    change_at: { type: 'string', enum: ['immediate', 'end_of_period'], description: 'default immediate' },
+    proration_behavior: { type: 'string', enum: behaviors, description: "how an immediate change's proration is settled; default the subscription's" },
+    billing_cadence: { type: 'string', enum: ['RECURRING'] },
+    billing_cycle: { type: 'string', enum: ['anniversary', 'calendar'], description: "must be the subscription's: a change keeps the cycle" },
+    billing_period: { type: 'string', enum: [...BILLING_PERIODS], description: "must be the subscription's" },
+    billing_period_count: { type: 'integer', minimum: 1, maximum: 100, description: "must be the subscription's" },
+    metadata: metadataSchema,
+    version: versionField,
+  },
+}
+
+const scheduleQuery: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    subscription_id: id,
+    pending_only: { type: 'boolean' },
+    limit: { type: 'integer', minimum: 1, maximum: 1000 },
+    offset: { type: 'integer', minimum: 0 },
+  },
+}
+
+const cancelScheduleBody: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { schedule_id: id, subscription_id: id, schedule_type: { type: 'string', enum: ['plan_change', 'cancellation'] } },
+}
+
+/** The SDK's path (/v1 twice) and the one a curl user writes. */
+const bothPrefixes = (path: string): string[] => [path, path.replace('/v1/', '/v1/v1/')]
+
+export const planChangeRoutes: Route[] = [
+  ...(['preview', 'execute'] as const).map((step) =>
+    defineRoute<PlanChangeInput>({
+      method: 'POST',
+      path: `/v1/subscriptions/{id}/change/${step}`,
+      tag: 'Subscriptions',
+      summary:
+        step === 'preview'
+          ? 'Work out a plan change (upgrade, downgrade) and the proration it bills, changing nothing'
+          : 'Change the plan now (prorated as proration_behavior says) or at the end of the period (a schedule); bumps the version',
+      permission: step === 'preview' ? 'read' : 'write',
+      body: changeBody,
+      handler: ({ deps, actor, params, body }) => (step === 'preview' ? previewPlanChange : executePlanChange)(deps, actor, params.id, body),
+    }),
+  ),
+  ...bothPrefixes('/v1/subscription-schedules').map((path) =>
+    defineRoute<Record<string, never>, ScheduleQuery>({
+      method: 'GET',
+      path,
+      tag: 'Subscriptions',
+      summary: 'Plan changes scheduled for the end of a period: { schedules, count }, soonest first',
+      permission: 'read',
+      query: scheduleQuery,
+      handler: ({ deps, actor, query }) => listSchedules(deps, actor, query),
+    }),
+  ),
+  ...bothPrefixes('/v1/subscription-schedules/{id}').map((path) =>
+    defineRoute({
+      method: 'GET',
+      path,
+      tag: 'Subscriptions',
+      summary: 'One subscription schedule',
+      permission: 'read',
+      handler: ({ deps, actor, params }) => getSchedule(deps, actor, params.id),
+    }),
+  ),
+  ...bothPrefixes('/v1/subscriptions/{subscription_id}/schedules').map((path) =>
+    defineRoute({
+      method: 'GET',
+      path,
+      tag: 'Subscriptions',
+      summary: "A subscription's schedules: { schedules, count }",
+      permission: 'read',
+      handler: ({ deps, actor, params }) => listSchedules(deps, actor, { subscription_id: params.subscription_id, limit: 1000 }),
+    }),
+  ),
+  ...bothPrefixes('/v1/subscriptions/schedules/{schedule_id}/cancel').map((path) =>
+    defineRoute<{ subscription_id?: string; schedule_type?: string }>({
+      method: 'POST',
+      path,
+      tag: 'Subscriptions',
+      summary: "Cancel a pending plan change: the old plan's line items keep running",
+      permission: 'write',
+      body: cancelScheduleBody,
+      handler: ({ deps, actor, params, body }) => cancelSchedule(deps, actor, params.schedule_id, body),
+    }),
+  ),
+]
