@@ -30,18 +30,19 @@ describe('batchLine', () => {
         timestamp: at,
         receivedAt: at,
         properties: { [pick(i)]: pick(i + 1) },
+        record: i + 1,
       }
       const row = { meterId: pick(i >> 1), revision: 2, value: '12.5', groupValue: pick(i + 5), uniqueValue: pick(i + 9) }
       const head = [event.tenantId, event.environmentId, event.id, event.externalCustomerId, event.customerId, event.eventName, event.source, at.getTime(), at.getTime()]
       const stored: Outcome = { kind: 'stored', event, rows: [row, { ...row, meterId: pick(i + 2) }] }
       expect(JSON.parse(batchLine(stored, expires))).toEqual([
         'stored', ...head, event.properties, '', JSON.parse(expires),
-        [row.meterId, pick(i + 2)], [2, 2], ['12.5', '12.5'], [row.groupValue, row.groupValue], [row.uniqueValue, row.uniqueValue],
+        [row.meterId, pick(i + 2)], [2, 2], ['12.5', '12.5'], [row.groupValue, row.groupValue], [row.uniqueValue, row.uniqueValue], i + 1,
       ])
       const one: Outcome = { kind: 'stored', event, rows: [row] }
-      expect(JSON.parse(batchLine(one, expires)).slice(-5)).toEqual([[row.meterId], [2], ['12.5'], [row.groupValue], [row.uniqueValue]])
+      expect(JSON.parse(batchLine(one, expires)).slice(-6)).toEqual([[row.meterId], [2], ['12.5'], [row.groupValue], [row.uniqueValue], i + 1])
       const duplicate: Outcome = { kind: 'duplicate', event, reason: pick(i + 11) }
-      expect(JSON.parse(batchLine(duplicate, expires))).toEqual(['duplicate', ...head, '', pick(i + 11), JSON.parse(expires), [], [], [], [], []])
+      expect(JSON.parse(batchLine(duplicate, expires))).toEqual(['duplicate', ...head, '', pick(i + 11), JSON.parse(expires), [], [], [], [], [], i + 1])
     }
   })
 })

@@ -16,7 +16,7 @@ function prepared(events: UsageEvent[], stored: string[]) {
   const fetch = store.fetch(...packRecords(events.map((e) => Buffer.from(encodeEvent(e)))), 1000)
   const chunk = store.next(fetch)!
   store.candidates(chunk.id)
-  const rows = store.prepare(chunk.id, stored.map((id) => [scope.tenantId, scope.environmentId, id, '0']), new Map(), expires)
+  const rows = store.prepare(chunk.id, stored.map((id) => [scope.tenantId, scope.environmentId, id, '0', '0']), new Map(), expires)
   const lines = Buffer.from(rows.rows).toString('utf8').split('\n').map((l) => JSON.parse(l) as string[])
   return { store, id: chunk.id, lines }
 }

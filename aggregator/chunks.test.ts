@@ -4,6 +4,7 @@
 // what is not an event comes back dead; a refused row splits the chunk's bytes as it split the text.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { encodeEvent, type UsageEvent } from '../core/events.ts'
+import { kafkaRecord } from '../core/record-id.ts'
 import { startHarness, type Harness } from '../test/harness.ts'
 import { readyMeter } from '../test/usage-helpers.ts'
 import { resolutionRules } from '../domains/catalog/meters/service.ts'
@@ -61,8 +62,8 @@ const asCalls = (store: ChunkStore): ChunkCalls =>
   new Proxy({} as ChunkCalls, { get: (_, method: keyof ChunkStore) => async (...args: unknown[]) => (store[method] as (...a: unknown[]) => unknown).apply(store, args) })
 
 /** A fetch through the consumer's steps: chunks, lookup, meters, insert text, insert (split when refused). */
-async function throughChunks(calls: ChunkCalls, texts: string[], token: string, maxRows = 1000) {
-  const fetch = await calls.fetch(...pack(texts), maxRows)
+async function throughChunks(calls: ChunkCalls, texts: string[], token: string, maxRows = 1000, records?: Float64Array<ArrayBuffer>) {
+  const fetch = await calls.fetch(...pack(texts), maxRows, records)
   const chunks = []
   let pending: number[] = []
   for (let c = await calls.next(fetch); c; c = await calls.next(fetch)) {
@@ -174,6 +175,24 @@ describe('the decode thread', () => {
     const recorded = await drops()
     // Read again after a crash: its duplicates are recorded already.
     const [again] = await throughChunks(asCalls(new ChunkStore()), resent, 'again')
+    expect(again.result).toMatchObject({ stored: 0, duplicates: 0, rejected: 0, replayed: 6 })
+    expect(await drops()).toBe(recorded)
+  })
+
+  it("tells a client's copies received in the same millisecond by another ingest from the same records read again", async () => {
+    const drops = async () => (await rows('event_drops', TABLES.event_drops, 'ms9')).length
+    const texts = records('ms9')
+    // The records' identities (UsageEvent.record): as read from partition 0 at offsets 0–6, then the copies another
+    // ingest wrote at offsets 100–106, with the very receipt instants of the first.
+    const [originals, copies] = [0, 100].map((first) => Float64Array.from(texts, (_, i) => kafkaRecord(0, String(first + i))))
+    const [first] = await throughChunks(asCalls(new ChunkStore()), texts, 'ms-first', 1000, originals)
+    expect(first.result).toMatchObject({ stored: 4, duplicates: 1, rejected: 1, replayed: 0 })
+    const [copied] = await throughChunks(asCalls(new ChunkStore()), texts, 'ms-copies', 1000, copies)
+    expect(copied.result).toMatchObject({ stored: 0, duplicates: 5, rejected: 1, replayed: 0 })
+    const recorded = await drops()
+    expect(recorded).toBe(8)
+    // The copies read again (a crash before their commit): those records, recorded already.
+    const [again] = await throughChunks(asCalls(new ChunkStore()), texts, 'ms-again', 1000, copies)
     expect(again.result).toMatchObject({ stored: 0, duplicates: 0, rejected: 0, replayed: 6 })
     expect(await drops()).toBe(recorded)
   })

@@ -7,7 +7,7 @@ import type { UsageEvent } from '../core/events.ts'
 import { resolveEvent, type MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
 import { scopeKey } from '../domains/catalog/meters/service.ts'
-import { batchLine, EventIds, keyOf, type EventKey, type Outcome, type StoredKeys } from './store.ts'
+import { batchLine, EventIds, keyOf, sameCopy, type DropRow, type EventKey, type Outcome, type StoredKeys } from './store.ts'
 
 export interface Rejected {
   event: Pick<UsageEvent, 'id' | 'tenantId' | 'environmentId'> & Partial<UsageEvent>
@@ -78,7 +78,7 @@ function inAny(sets: readonly EventIds[], k: UsageEvent): boolean {
  * dropped without a trace: the client sent them once. Duplicates already recorded by an earlier read of the same
  * records (`recorded`, by key, duplicate and receipt instant) are dropped too, so the report counts what clients sent.
  */
-export function freshOf({ candidates, keys, duplicates }: Candidates, { keys: stored, receivedAt }: StoredKeys, recorded?: Set<string>): Classified {
+export function freshOf({ candidates, keys, duplicates }: Candidates, { keys: stored, receipts }: StoredKeys, recorded?: RecordedDrops): Classified {
   if (stored.size === 0) return { fresh: candidates, keys, duplicates, replayed: 0 }
   const fresh: UsageEvent[] = []
   let replayed = 0
@@ -86,12 +86,13 @@ export function freshOf({ candidates, keys, duplicates }: Candidates, { keys: st
     if (!stored.has(e)) fresh.push(e)
     else {
       keys.delete(e)
-      if (receivedAt.get(keyOf(e)) === e.receivedAt.getTime()) replayed++
+      const receipt = receipts.get(keyOf(e))
+      if (receipt && sameCopy(receipt, e)) replayed++
       else duplicates.push(e)
     }
   }
   if (recorded === undefined || recorded.size === 0) return { fresh, keys, duplicates, replayed }
-  const unrecorded = duplicates.filter((e) => !recorded.has(dropKey(e, 'duplicate', e.receivedAt.getTime())))
+  const unrecorded = duplicates.filter((e) => !recorded.has(e, 'duplicate'))
   return { fresh, keys, duplicates: unrecorded, replayed: replayed + duplicates.length - unrecorded.length }
 }
 
@@ -103,8 +104,30 @@ export interface Classified {
   replayed: number
 }
 
-/** A recorded drop's identity: the key, the kind and the receipt instant of the copy dropped. */
-export const dropKey = (k: EventKey, kind: string, receivedMs: number): string => `${keyOf(k)}\u0000${kind}\u0000${receivedMs}`
+/**
+ * The drops an earlier read recorded, by key, kind and copy: by record where the row has one, else by receipt instant
+ * (rows from before records were kept), so that a copy sent again in the same millisecond is not taken for one recorded.
+ */
+export class RecordedDrops {
+  private readonly known = new Set<string>()
+
+  constructor(rows: DropRow[]) {
+    for (const [tenantId, environmentId, id, kind, received, record] of rows) {
+      const k = `${keyOf({ tenantId, environmentId, id })}\u0000${kind}`
+      this.known.add(record === '0' ? `${k}\u0000t${received}` : `${k}\u0000r${record}`)
+    }
+  }
+
+  get size(): number {
+    return this.known.size
+  }
+
+  /** Whether this copy of the event was recorded as a drop of this kind. */
+  has(e: EventKey & Partial<Pick<UsageEvent, 'receivedAt' | 'record'>>, kind: string): boolean {
+    const k = `${keyOf(e)}\u0000${kind}`
+    return (e.record !== undefined && e.record !== 0 && this.known.has(`${k}\u0000r${e.record}`)) || this.known.has(`${k}\u0000t${e.receivedAt?.getTime() ?? 0}`)
+  }
+}
 
 /** Fresh events with their meter rows (rules by scopeKey), then the duplicates and the rejected, as outcomes. */
 export function outcomesOf(fresh: UsageEvent[], keys: EventIds, duplicates: UsageEvent[], rejected: Rejected[], rules: Map<string, MeterRules[]>): PreparedBatch {

@@ -121,7 +121,8 @@ function tsvLines(values: string[]): string {
 }
 
 /** A stored key as the lookup answers it: tenant, environment, id, and when intake received the stored copy (epoch ms). */
-export type StoredRow = [string, string, string, string]
+/** A stored id as the lookup answers it: tenant, environment, id, the receipt instant (epoch ms) and record of the copy stored. */
+export type StoredRow = [string, string, string, string, string]
 
 /**
  * The keys of a lookup already stored, with the instant intake received each stored copy, on the reader (it runs beside
@@ -135,22 +136,22 @@ export type StoredRow = [string, string, string, string]
  * (aggregator/dedup-filter.ts) sends here only the ids it may hold.
  */
 export async function storedRows(ch: ClickHouse, lookup: KeyLookup): Promise<StoredRow[]> {
-  const columns = 'tenant_id, environment_id, event_id, toString(toUnixTimestamp64Milli(received_at))'
+  const columns = 'tenant_id, environment_id, event_id, toString(toUnixTimestamp64Milli(received_at)), toString(record)'
   // Many ids: the hashes first (PREWHERE), the ids only of the rows whose hash was asked.
   return idsQuery<StoredRow>(ch, lookup, ({ list, rows }) =>
     rows ? `SELECT ${columns} FROM event_ids PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM ${rows}) WHERE` : `SELECT ${columns} FROM event_ids WHERE event_id IN ${list} AND`,
   )
 }
 
-/** A recorded drop as recordedDrops answers it: tenant, environment, id, kind, and the receipt instant of the copy dropped (epoch ms). */
-export type DropRow = [string, string, string, string, string]
+/** A recorded drop as recordedDrops answers it: tenant, environment, id, kind, the receipt instant (epoch ms) and record of the copy dropped. */
+export type DropRow = [string, string, string, string, string, string]
 
 /**
  * The drops already recorded for the ids of a lookup (by the primary key of event_drops when listed, a scan when
  * given as rows): a chunk read again after a crash must not record its duplicates twice.
  */
 export async function recordedDrops(ch: ClickHouse, lookup: KeyLookup): Promise<DropRow[]> {
-  const columns = 'tenant_id, environment_id, event_id, toString(kind), toString(toUnixTimestamp64Milli(received_at))'
+  const columns = 'tenant_id, environment_id, event_id, toString(kind), toString(toUnixTimestamp64Milli(received_at)), toString(record)'
   return idsQuery<DropRow>(ch, lookup, ({ list }) => `SELECT ${columns} FROM event_drops WHERE event_id IN ${list} AND`)
 }
 
@@ -173,21 +174,35 @@ async function idsQuery<R>(ch: ClickHouse, { tenants, envs, ids, text }: KeyLook
   return ids?.length ? run({ list: ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids) }) : []
 }
 
-/** What the lookup found stored: the keys, and when each stored copy was received (a copy read again is not a resend). */
+/** Which copy a stored row or a recorded drop was: its receipt instant (epoch ms) and intake record (0: unknown). */
+export interface Receipt {
+  ms: number
+  record: number
+}
+
+/**
+ * Whether `e` is the very copy received as `r` (the same record read again, not a resend): the same instant and, where
+ * both know it, the same record. Rows from before records were kept (0) compare by instant alone.
+ */
+export function sameCopy(r: Receipt, e: Pick<UsageEvent, 'receivedAt' | 'record'>): boolean {
+  return r.ms === (e.receivedAt?.getTime() ?? 0) && (r.record === 0 || !e.record || r.record === e.record)
+}
+
+/** What the lookup found stored: the keys, and which copy each stored one was (a copy read again is not a resend). */
 export interface StoredKeys {
   keys: EventIds
-  receivedAt: Map<string, number>
+  receipts: Map<string, Receipt>
 }
 
 export function keysOf(rows: StoredRow[]): StoredKeys {
   const keys = new EventIds()
-  const receivedAt = new Map<string, number>()
-  for (const [tenantId, environmentId, id, received] of rows) {
+  const receipts = new Map<string, Receipt>()
+  for (const [tenantId, environmentId, id, received, record] of rows) {
     const k = { tenantId, environmentId, id }
     keys.add(k)
-    receivedAt.set(keyOf(k), Number(received))
+    receipts.set(keyOf(k), { ms: Number(received), record: Number(record) })
   }
-  return { keys, receivedAt }
+  return { keys, receipts }
 }
 
 export type Outcome =
@@ -196,7 +211,7 @@ export type Outcome =
 
 const BATCH_COLUMNS = [
   'kind', 'tenant_id', 'environment_id', 'id', 'external_customer_id', 'customer_id', 'event_name', 'source', 'timestamp',
-  'received_at', 'properties', 'reason', 'expires_at', 'meter_ids', 'revisions', 'meter_values', 'group_values', 'unique_values',
+  'received_at', 'properties', 'reason', 'expires_at', 'meter_ids', 'revisions', 'meter_values', 'group_values', 'unique_values', 'record',
 ] as const
 
 const text = JSON.stringify
@@ -238,8 +253,8 @@ function meterColumns(rows: UsageRow[]): string {
 export function batchLine(o: Outcome, expiresAt: string): string {
   const e = o.event
   const head = `${tenantText(e.tenantId)},${environmentText(e.environmentId)},${quote(e.id)},${quote(e.externalCustomerId ?? '')},${customerIdText(e.customerId ?? '')},${nameText(e.eventName ?? '')},${sourceText(e.source ?? '')},${e.timestamp?.getTime() ?? 0},${e.receivedAt?.getTime() ?? 0}`
-  if (o.kind !== 'stored') return `["${o.kind}",${head},"",${quote(o.reason)},${expiresAt},[],[],[],[],[]]`
-  return `["stored",${head},${text(e.properties)},"",${expiresAt},${meterColumns(o.rows)}]`
+  if (o.kind !== 'stored') return `["${o.kind}",${head},"",${quote(o.reason)},${expiresAt},[],[],[],[],[],${e.record ?? 0}]`
+  return `["stored",${head},${text(e.properties)},"",${expiresAt},${meterColumns(o.rows)},${e.record ?? 0}]`
 }
 
 /** event_batches.expires_at of rows inserted now: the end of the dedup window. */

@@ -25,6 +25,11 @@ export interface UsageEvent {
   timestamp: Date
   receivedAt: Date
   properties: Record<string, unknown>
+  /**
+   * The intake record that carried it (a Kafka partition and offset, or an event log position), when read from one:
+   * a stored copy of the same record is a read again, not a client's resend.
+   */
+  record?: number
 }
 
 type FieldErrors = Record<string, string>
