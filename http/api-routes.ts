@@ -10,7 +10,6 @@ import { addonRoutes, planRoutes } from './routes/offerings.ts'
 import { priceRoutes } from './routes/prices.ts'
 import { priceUnitRoutes } from './routes/price-units.ts'
 import { subscriptionRoutes } from './routes/subscriptions.ts'
-import { planChangeRoutes } from './routes/plan-changes.ts'
 import { groupRoutes } from './routes/groups.ts'
 import { meterRoutes } from './routes/meters.ts'
 import { eventRoutes } from './routes/events.ts'
@@ -27,6 +26,7 @@ import { taxRoutes } from './routes/taxes.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
 import { integrationRoutes } from './routes/integrations.ts'
 import { aiRoutes } from './routes/ai.ts'
+import { simulationRoutes } from './routes/simulations.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes]
+export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes, ...simulationRoutes]

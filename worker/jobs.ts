@@ -4,6 +4,7 @@ import { applyDueSchedules } from '../domains/invoicing/changes/schedules.ts'
 import { processCreditGrants } from '../domains/credits/grants/service.ts'
 import { checkBalanceAlerts, expireWalletCredits } from '../domains/credits/wallets/service.ts'
 import { markOverdue, runBilling } from '../domains/invoicing/invoices/run.ts'
+import { runOpenSimulations } from '../domains/invoicing/simulations/run.ts'
 import { deliverNew, retryDue, RUN_BUDGET_MS } from '../domains/webhooks/delivery.ts'
 import { syncInvoices } from '../domains/integrations/service.ts'
 import { syncAccounting } from '../domains/integrations/accounting.ts'
@@ -23,6 +24,8 @@ export const jobs: Job[] = [
   { name: 'credit-grant-applications', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
   // Due billing points get their invoices (catch-up in order); drafts past their grace period are finalized.
   { name: 'billing-run', schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
+  // Pricing simulations whose process stopped before or while running them (they start at once where asked).
+  { name: 'pricing-simulations', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenSimulations(deps)) }) },
   // invoice.payment.overdue once per finalized invoice still owing after its due date.
   { name: 'invoice-overdue', schedule: '0 2 * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await markOverdue(deps)) }) },
   // Ongoing-balance and feature wallet-balance alerts: usage moves them without a ledger change.
