@@ -10,6 +10,7 @@ import { addonRoutes, planRoutes } from './routes/offerings.ts'
 import { priceRoutes } from './routes/prices.ts'
 import { priceUnitRoutes } from './routes/price-units.ts'
 import { subscriptionRoutes } from './routes/subscriptions.ts'
+import { planChangeRoutes } from './routes/plan-changes.ts'
 import { groupRoutes } from './routes/groups.ts'
 import { meterRoutes } from './routes/meters.ts'
 import { eventRoutes } from './routes/events.ts'
@@ -29,4 +30,4 @@ import { aiRoutes } from './routes/ai.ts'
 import { simulationRoutes } from './routes/simulations.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes, ...simulationRoutes]
+export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes, ...simulationRoutes]
