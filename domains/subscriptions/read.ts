@@ -95,6 +95,17 @@ export async function getSubscription(deps: Deps, actor: Actor, id: string): Pro
 }
 
 /**
+ * The line items a subscription bills its plan's prices from last: its plan's own (not a phase's or an addon's;
+ * a plan change ended the old plan's), those running to the latest end (a plan sync or quantity change ended
+ * the ones they replaced).
+ */
+export function latestPlanLines(view: { plan_id: string; line_items?: store.LineItemRow[] }): store.LineItemRow[] {
+  const own = (view.line_items ?? []).filter((l) => l.entity_type === 'plan' && l.entity_id === view.plan_id && !l.subscription_phase_id && !l.addon_association_id)
+  const last = own.some((l) => l.end_date === null) ? null : Math.max(...own.map((l) => l.end_date!.getTime()))
+  return own.filter((l) => (l.end_date === null ? last === null : l.end_date.getTime() === last))
+}
+
+/**
  * Full views (with their line items) with plan_prices_out_of_sync (Flexprice's v2 read; here on every full
  * view): true when the plan's prices for the subscription's currency and period are no longer the ones its
  * plan line items were made from. The plans' prices are read at once.
@@ -103,7 +114,7 @@ export async function withPlanSync<V extends SubscriptionView>(db: Db, scope: Sc
   const prices = await pricesOf(db, scope, [...new Set(views.map((v) => v.plan_id))])
   return views.map((view) => {
     const current = matchPrices(prices.filter((p) => p.entity_id === view.plan_id), view.currency, view.billing_period, view.billing_period_count)
-    const used = new Set((view.line_items ?? []).filter((l) => l.entity_type === 'plan').map((l) => l.price_id))
+    const used = new Set(latestPlanLines(view).map((l) => l.price_id))
     return { ...view, plan_prices_out_of_sync: current.length !== used.size || current.some((p) => !used.has(p.id)) }
   })
 }

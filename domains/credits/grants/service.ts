@@ -229,7 +229,9 @@ async function schedule(deps: Deps, grant: store.GrantRow, sub: SubscriptionRow,
   const last = await store.lastPeriodStart(deps.sql, grant.id, sub.id)
   // Far enough for the next period whatever month lengths do; a ONETIME grant is due once, whenever.
   const horizon = grant.cadence === 'RECURRING' ? periodBoundary(now, grant.period!, grant.period_count ?? 1, 2) : new Date('9999-01-01T00:00:00Z')
-  const all = dueApplications(grant, sub, horizon, { since: last })
+  // A plan's grant gives credits from when the subscription joined the plan (a plan change), not from its start.
+  const member = grant.scope === 'PLAN' && sub.plan_start_date ? { ...sub, start_date: sub.plan_start_date } : sub
+  const all = dueApplications(grant, member, horizon, { since: last })
   const due = all.filter((a) => a.scheduled_for <= now)
   const next = all.find((a) => a.scheduled_for > now)
   return store.insertApplications(deps.sql, scopeOf(grant), audit, next ? [...due, next] : due)
@@ -259,6 +261,11 @@ async function apply(deps: Deps, app: store.ApplicationRow, audit: Audit): Promi
       }
       const sub = await requireSubscription(tx, scope, app.subscription_id)
       const status_at = { subscription_status_at_application: sub.subscription_status }
+      // A plan's grant for a period after the subscription left the plan (a plan change) gives nothing.
+      if (grant.scope === 'PLAN' && grant.plan_id !== sub.plan_id && sub.plan_start_date && sub.plan_start_date <= app.scheduled_for) {
+        await set(tx, { application_status: 'cancelled', ...status_at })
+        return 'cancelled'
+      }
       if (sub.cancelled_at && sub.cancelled_at <= app.scheduled_for) {
         await set(tx, { application_status: 'skipped', ...status_at })
         return 'skipped'

@@ -9,7 +9,7 @@
 // - A trialing subscription changes plan with nothing prorated (nothing was paid).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../../core/clock.ts'
-import { customer, eventsOf, fixedPrice, plan, usagePrice } from '../../../test/catalog.ts'
+import { customer, eventsOf, feature, fixedPrice, plan, usagePrice } from '../../../test/catalog.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import { readyMeter, send } from '../../../test/usage-helpers.ts'
 import type { InvoiceWire, Page } from '../../../test/wire.ts'
@@ -197,5 +197,39 @@ describe('plan changes refused or settling nothing', () => {
     const res = await post(`/v1/subscriptions/${child.id}/change/execute`, change(business))
     expect([res.status, res.body.code]).toEqual([400, 'invalid_operation'])
     expect(res.body.message).toMatch(/inherited and billed through its parent/)
+  })
+})
+
+describe('what follows the plan: entitlements and credit grants', () => {
+  it('moves entitlements at once and the plans\' credit grants from the change on', async () => {
+    clock.set('2024-06-15T00:00:00Z')
+    const support = await feature(h, 'static')
+    const grant = (planId: string, credits: string) =>
+      h.http('POST', '/v1/creditgrants', { body: { name: `${credits} credits`, scope: 'PLAN', plan_id: planId, credits, cadence: 'RECURRING', period: 'MONTHLY', expiration_type: 'NEVER' } })
+    const basic = (await plan(h, { prices: [fixedPrice('10.00')], entitlements: [{ feature_id: support.id, static_value: 'email' }] })).id
+    const plus = (await plan(h, { prices: [fixedPrice('20.00')], entitlements: [{ feature_id: support.id, static_value: 'phone' }] })).id
+    const [oldGrant, newGrant] = [(await grant(basic, '100')).body, (await grant(plus, '50')).body]
+    const sub = await subscribe(basic, { start_date: '2024-06-01T00:00:00Z' })
+    await job('credit-grant-applications')
+    const staticValue = async () => (await get(`/v1/customers/${sub.customer_id}/entitlements`)).body.features.find((f: any) => f.feature.id === support.id).entitlement.static_values
+    expect(await staticValue()).toEqual(['email'])
+
+    const done = await post(`/v1/subscriptions/${sub.id}/change/execute`, change(plus, { proration_behavior: 'none' }))
+    expect(done.status, JSON.stringify(done.body)).toBe(200)
+    expect(await staticValue()).toEqual(['phone'])
+    await job('credit-grant-applications')
+    clock.set('2024-07-01T00:00:00Z')
+    await job('credit-grant-applications')
+    const applications = async (grantId: string) =>
+      (await get(`/v1/creditgrants/${grantId}/applications?sort=scheduled_for&order=asc&subscription_ids=${sub.id}`)).body.items
+        .filter((a: any) => a.subscription_id === sub.id)
+        .map((a: any) => [a.scheduled_for.slice(0, 10), a.application_status])
+    // Basic's June credits were given; its July ones are not, the subscription having left Basic on 15 June.
+    expect(await applications(oldGrant.id)).toEqual([
+      ['2024-06-01', 'applied'],
+      ['2024-07-01', 'cancelled'],
+    ])
+    // Plus's from the change, not from the subscription's start.
+    expect((await applications(newGrant.id))[0]).toEqual(['2024-06-15', 'applied'])
   })
 })
