@@ -1,0 +1,77 @@
+// Flexprice's SDK changing plans: previewSubscriptionChange and executeSubscriptionChange (an upgrade now, a
+// downgrade at the end of the period), and the schedule methods over the scheduled one — only SDK calls, on a
+// fixed clock. April 2024 has 30 days; on 21 April 10 are left: Basic 30.00 → Premium 90.00 credits −10.00 and
+// charges 30.00, net 20.00.
+import { beforeAll, describe, expect, it } from 'vitest'
+import type { Flexprice } from '@flexprice/sdk'
+import { fixedClock } from '../../core/clock.ts'
+import { twoTenants } from '../catalog.ts'
+import { failure, sdk } from './client.ts'
+
+const clock = fixedClock('2024-04-21T00:00:00Z')
+const t = twoTenants({ clock, env: { KAFKA_BROKERS: '' } })
+let fp: Flexprice
+const ids = {} as { customer: string; basic: string; premium: string }
+
+const plan = async (name: string, amount: string) => {
+  const created = await fp.plans.createPlan({ name })
+  await fp.prices.createPrice({ entityType: 'PLAN', entityId: created.id!, currency: 'USD', type: 'FIXED', billingModel: 'FLAT_FEE', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY', invoiceCadence: 'ADVANCE', priceUnitType: 'FIAT', amount })
+  return created.id!
+}
+const subscribe = async (planId: string) =>
+  (await fp.subscriptions.createSubscription({ customerId: ids.customer, planId, currency: 'USD', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY', startDate: '2024-04-01T00:00:00Z' })).id!
+const request = (targetPlanId: string, changeAt: 'immediate' | 'end_of_period') =>
+  ({ targetPlanId, changeAt, prorationBehavior: 'create_prorations', billingCadence: 'RECURRING', billingCycle: 'anniversary', billingPeriod: 'MONTHLY' }) as const
+
+beforeAll(async () => {
+  fp = sdk(t.h)
+  ids.customer = (await fp.customers.createCustomer({ externalId: 'sdk-plan-change', name: 'Changer' })).id!
+  ids.basic = await plan('Basic', '30')
+  ids.premium = await plan('Premium', '90')
+})
+
+describe('plan changes through the SDK', () => {
+  it('previews and executes an upgrade now, prorated for the 10 days left', async () => {
+    const subId = await subscribe(ids.basic)
+    const preview = await fp.subscriptions.previewSubscriptionChange(subId, request(ids.premium, 'immediate'))
+    expect(preview).toMatchObject({ subscriptionId: subId, changeType: 'upgrade', currentPlan: { id: ids.basic, name: 'Basic' }, targetPlan: { id: ids.premium, name: 'Premium' } })
+    expect(preview.prorationDetails).toMatchObject({ creditAmount: '10.00', chargeAmount: '30.00', netAmount: '20.00', daysRemaining: 10, daysUsed: 20, currency: 'USD' })
+    expect(preview.nextInvoicePreview?.lineItems?.map((l) => [l.description, l.amount, l.isProration])).toEqual([
+      ['Unused time on Basic from 2024-04-21', '-10.00', true],
+      ['Remaining time on Premium from 2024-04-21', '30.00', true],
+    ])
+
+    const done = await fp.subscriptions.executeSubscriptionChange(subId, request(ids.premium, 'immediate'))
+    expect(done).toMatchObject({ changeType: 'upgrade', isScheduled: false, oldSubscription: { id: subId, planId: ids.basic }, newSubscription: { id: subId, planId: ids.premium, status: 'active' } })
+    expect(done.prorationApplied?.netAmount).toBe('20.00')
+    expect((await fp.subscriptions.getSubscription(subId)).planId).toBe(ids.premium)
+  })
+
+  it('schedules a downgrade for the period end, lists it, reads it and cancels it', async () => {
+    const subId = await subscribe(ids.premium)
+    const done = await fp.subscriptions.executeSubscriptionChange(subId, request(ids.basic, 'end_of_period'))
+    expect(done).toMatchObject({ changeType: 'downgrade', isScheduled: true, scheduledAt: '2024-05-01T00:00:00.000Z' })
+    const scheduleId = done.scheduleId!
+
+    const mine = await fp.subscriptions.listSubscriptionSchedules(subId)
+    expect([mine.count, mine.schedules?.map((s) => [s.id, s.status, s.scheduleType, s.canBeCancelled])]).toEqual([1, [[scheduleId, 'pending', 'plan_change', true]]])
+    const pending = await fp.subscriptions.listAllSubscriptionSchedules(true, subId)
+    expect(pending.schedules?.map((s) => s.id)).toEqual([scheduleId])
+    expect(await fp.subscriptions.getSubscriptionSchedule(scheduleId)).toMatchObject({ id: scheduleId, subscriptionId: subId, scheduledAt: '2024-05-01T00:00:00.000Z', daysUntilExecution: 10 })
+
+    expect(await fp.subscriptions.cancelSubscriptionSchedule(scheduleId, { subscriptionId: subId, scheduleType: 'plan_change' })).toMatchObject({ status: 'cancelled' })
+    expect((await fp.subscriptions.listAllSubscriptionSchedules(true, subId)).schedules).toEqual([])
+    expect((await fp.subscriptions.getSubscriptionSchedule(scheduleId)).status).toBe('cancelled')
+    expect((await fp.subscriptions.getSubscription(subId)).planId).toBe(ids.premium)
+  })
+
+  it('refuses a change to the plan the subscription has, with the field named', async () => {
+    const subId = await subscribe(ids.basic)
+    const err = await failure(fp.subscriptions.executeSubscriptionChange(subId, request(ids.basic, 'immediate')))
+    expect(err.message).toMatch(/target_plan_id/)
+  })
+
+  it("another tenant's key does not see the schedules", async () => {
+    expect((await sdk(t.h, t.other).subscriptions.listAllSubscriptionSchedules()).count).toBe(0)
+  })
+})
