@@ -64,19 +64,30 @@ function sdkOperations(): Operation[] {
 const segments = (path: string): string[] => path.split('/').filter(Boolean)
 const isParam = (segment: string): boolean => /^\{\w+\}$|^:\w+$/.test(segment)
 
+const RECORD_ID = /^(\{id\}|:id)$/
+
 /**
- * Whether the SDK's request reaches a route: the same verb and segments, parameter names aside (`{id}`, `:id`). A
- * route's parameter also takes a literal segment of the SDK's path (`/v1/webhooks/{provider}/…` takes `stripe`), except
- * a record's `{id}`: `GET /v1/prices/units` is another resource, not the price with id "units".
+ * The route the SDK's request reaches: the first, in the order they are mounted (the router's order), of the same verb
+ * whose segments take the request's, parameter names aside (`{id}`, `:id`). A route's parameter takes a literal segment
+ * of the SDK's path too (`/v1/webhooks/{provider}/…` takes `stripe`), but a record's `{id}` taking one is the wrong
+ * route (`GET /v1/prices/units` is not the price with id "units"): then the request reaches no route of its own, and
+ * if one is mounted after that `{id}` it is shadowed, which is refused.
  */
-function reachesRoute(routes: Pick<Route, 'method' | 'path'>[], op: Operation): boolean {
+function routeOf(routes: Pick<Route, 'method' | 'path'>[], op: Operation): { reached: boolean; shadowed?: string } {
   const wanted = segments(op.path)
-  return routes.some((route) => {
+  const matching = routes.filter((route) => {
     const declared = segments(route.path)
-    const takes = (s: string, i: number): boolean => s === wanted[i] || (isParam(s) && (isParam(wanted[i]) || !/^(\{id\}|:id)$/.test(s)))
-    return route.method === op.verb && declared.length === wanted.length && declared.every(takes)
+    return route.method === op.verb && declared.length === wanted.length && declared.every((s, i) => s === wanted[i] || isParam(s))
   })
+  const own = (route: Pick<Route, 'path'>): boolean => segments(route.path).every((s, i) => !RECORD_ID.test(s) || isParam(wanted[i]))
+  const first = matching[0]
+  if (!first || own(first)) return { reached: Boolean(first) }
+  const later = matching.find(own)
+  return { reached: false, shadowed: later && `${first.method} ${first.path} is mounted before ${later.path} and takes its requests: mount the fixed path first` }
 }
+
+/** The routes `npm start` serves (every role), in the order they are mounted. */
+export const servedRoutes = (): Route[] => [...healthRoutes, ...apiRoutes, ...ingestRoutes]
 
 const cells = (line: string): string[] => line.replace(/^\|\s?/, '').replace(/\s?\|\s*$/, '').split(' | ')
 const unquote = (cell: string): string => cell.replace(/^`|`$/g, '').replace(/^\*\*|\*\*$/g, '').trim()
@@ -143,19 +154,18 @@ function readRow(page: Page, header: string[], row: string[]): void {
 const byRequest = (a: Operation, b: Operation): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : VERBS.indexOf(a.verb) - VERBS.indexOf(b.verb))
 const percent = (n: number, of: number): string => `${Math.round((100 * n) / of)}%`
 
-/** The page with its generated parts recomputed; throws on a row that contradicts the routes or names no SDK method. */
-export function compatibilityPage(page: string): string {
+/** The page with its generated parts recomputed from the SDK and the routes; throws on a row that contradicts them or names no SDK method. */
+export function compatibilityPage(page: string, routes: Pick<Route, 'method' | 'path'>[] = servedRoutes()): string {
   const { preamble, summaryAfter, methodsIntro, groups, rows } = parse(page)
   const ops = sdkOperations()
-  // The routes `npm start` serves (every role).
-  const routes = [...healthRoutes, ...apiRoutes, ...ingestRoutes]
   const known = new Set(ops.map((o) => o.method))
   const stray = [...rows.keys()].filter((m) => !known.has(m))
   if (stray.length) throw new Error(`docs/compatibility.md: rows for methods @flexprice/sdk does not have: ${stray.join(', ')}`)
 
   const problems: string[] = []
   const entries = ops.map((op) => {
-    const routed = reachesRoute(routes, op)
+    const { reached: routed, shadowed } = routeOf(routes, op)
+    if (shadowed) problems.push(`${op.method} (${op.verb} ${op.path}): ${shadowed}`)
     const row = rows.get(op.method) ?? { status: 'not yet', notes: '' }
     if (routed && row.status === 'not yet') problems.push(`${op.method} (${op.verb} ${op.path}) reaches a route but says "not yet": mark it supported or differs (with the difference)`)
     if (!routed && !rows.has(op.method)) problems.push(`${op.method} (${op.verb} ${op.path}) has no row: add one with its status`)

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { compatibilityPage } from '../scripts/compatibility.ts'
+import { compatibilityPage, servedRoutes } from '../scripts/compatibility.ts'
 
 const page = readFileSync(join(import.meta.dirname, '../docs/compatibility.md'), 'utf8')
 
@@ -35,5 +35,10 @@ describe('docs/compatibility.md', () => {
     const row = page.split('\n').find((l) => l.startsWith('| `getCustomer` |'))!
     expect(() => compatibilityPage(page.replace(row, `${row}\n${row.replace('getCustomer', 'getCustomerV9')}`))).toThrow(/methods @flexprice\/sdk does not have: getCustomerV9/)
     expect(() => compatibilityPage(page.replace(row, `${row}\n${row}`))).toThrow(/getCustomer has two rows/)
+  })
+
+  it('refuses a fixed path shadowed by a record\'s {id} mounted before it (the router takes the first match)', () => {
+    const shadowing = [{ method: 'GET' as const, path: '/v1/prices/{id}' }, ...servedRoutes()]
+    expect(() => compatibilityPage(page, shadowing)).toThrow(/listPriceUnits \(GET \/v1\/prices\/units\): GET \/v1\/prices\/\{id\} is mounted before \/v1\/prices\/units/)
   })
 })
