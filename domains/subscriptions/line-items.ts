@@ -19,6 +19,7 @@ const TERMS = [
   'min_quantity',
   'price_unit_type',
   'price_unit',
+  'price_unit_id',
   'price_unit_amount',
   'price_unit_tiers',
   'conversion_rate',

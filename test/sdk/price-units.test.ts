@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest'
 import { twoTenants } from '../catalog.ts'
 import { failure, sdk } from './client.ts'
+import { runNamedJob } from '../wallets.ts'
 
 const t = twoTenants()
 const fp = () => sdk(t.h)
@@ -65,5 +66,29 @@ describe('priceUnits', () => {
     expect(JSON.parse(inUse.body)).toMatchObject({ code: 'invalid_operation', details: { price_unit_id: unit.id, prices: 1 } })
     await fp().prices.deletePrice(price.id!, {})
     await fp().priceUnits.deletePriceUnit(unit.id!)
+  })
+
+  it("bills a subscription at the unit's rate: the line in the currency, rounded once, and in the unit", async () => {
+    const unit = await fp().priceUnits.createPriceUnit({ name: 'Tokens', code: 'TKN', symbol: 'ŧ', baseCurrency: 'USD', conversionRate: '0.003' })
+    const plan = await fp().plans.createPlan({ name: 'Token plan' })
+    await fp().prices.createPrice({
+      entityType: 'PLAN',
+      entityId: plan.id!,
+      currency: 'USD',
+      type: 'FIXED',
+      billingModel: 'FLAT_FEE',
+      billingCadence: 'RECURRING',
+      billingPeriod: 'MONTHLY',
+      invoiceCadence: 'ADVANCE',
+      priceUnitType: 'CUSTOM',
+      priceUnitConfig: { priceUnit: 'TKN', amount: '7' },
+    })
+    const customer = await fp().customers.createCustomer({ externalId: 'sdk-unit-cust' })
+    const sub = await fp().subscriptions.createSubscription({ customerId: customer.id!, planId: plan.id!, currency: 'USD', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY' })
+    await runNamedJob(t.h, 'billing-run')
+    const [invoice] = (await fp().invoices.queryInvoice({ subscriptionId: sub.id })).items!
+    // 7 TKN × 0.003 = 0.021 USD, rounded half up once: 0.02 USD; in the unit 0.02 ÷ 0.003 = 6.666… → 6.67 TKN.
+    expect(invoice.total).toBe('0.02')
+    expect(invoice.lineItems![0]).toMatchObject({ amount: '0.02', priceUnit: 'TKN', priceUnitId: unit.id, priceUnitAmount: '6.67' })
   })
 })

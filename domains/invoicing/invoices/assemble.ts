@@ -4,6 +4,7 @@
 import type { CouponUse } from '../../../core/billing/coupons.ts'
 import { computeInvoice, type Invoice, type InvoiceInput, type InvoiceLineInput, type SharedCommitment } from '../../../core/billing/invoice.ts'
 import { D, type Decimal } from '../../../core/money.ts'
+import { amountInUnit } from '../../../core/price-units.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import { insertRecords, type Audit } from '../../../infra/records.ts'
@@ -24,6 +25,7 @@ export interface LineFields {
   price_id?: string | null
   price_type?: 'FIXED' | 'USAGE' | null
   price_unit?: string | null
+  price_unit_id?: string | null
   price_unit_amount?: Decimal | null
   meter_id?: string | null
   meter_display_name?: string | null
@@ -39,6 +41,8 @@ export interface LineFields {
 export interface LineSpec {
   fields: LineFields
   input: InvoiceLineInput
+  /** A line billed from a price in a custom unit: the unit's rate, to show the billed amount in the unit (price_unit_amount). */
+  conversion_rate?: Decimal
 }
 
 /** An invoice before its amounts: the engine computes them. */
@@ -110,8 +114,11 @@ export function computedRows(invoice: Owner, { spec, computed }: Assembled, at: 
   const lines = computed.line_items.map((l, position) => {
     const own = l.true_up_for === null ? spec.lines[position].fields : trueUpFields(spec, l.true_up_for, l.shared_commitment, l.display_name)
     const tiers = l.tiers ? { tiers: toWire(l.tiers), billed_quantity: l.billed_quantity.toFixed() } : {}
+    // A line's own true-up is in the line's unit too; a shared commitment's is in the invoice's currency.
+    const rate = l.true_up_for === null ? spec.lines[position].conversion_rate : l.shared_commitment === null ? spec.lines[l.true_up_for[0]].conversion_rate : undefined
     return {
       ...own,
+      ...(rate && { price_unit_amount: amountInUnit(l.amount, rate, invoice.currency) }),
       metadata: own.metadata ?? {},
       calculation: own.calculation || l.tiers ? { ...own.calculation, ...tiers } : null,
       invoice_id: invoice.id,
@@ -189,6 +196,7 @@ export function specOf(invoice: store.InvoiceRow, lines: store.LineItemRow[]): I
         price_id: l.price_id,
         price_type: l.price_type,
         price_unit: l.price_unit,
+        price_unit_id: l.price_unit_id,
         price_unit_amount: l.price_unit_amount,
         meter_id: l.meter_id,
         meter_display_name: l.meter_display_name,

@@ -214,6 +214,8 @@ function chargeFields(member: SubscriptionRow, row: LineItemRow, charge: Charge)
     display_name: charge.description ?? (charge.kind === 'trial' ? `${row.display_name ?? row.price_id} (trial)` : row.display_name),
     price_id: row.price_id,
     price_type: row.price_type,
+    price_unit: (row.price.price_unit as string | undefined) ?? null,
+    price_unit_id: (row.price.price_unit_id as string | undefined) ?? null,
     meter_id: row.meter_id,
     period_start: charge.period.start,
     period_end: charge.period.end,
@@ -221,10 +223,14 @@ function chargeFields(member: SubscriptionRow, row: LineItemRow, charge: Charge)
   }
 }
 
+/** The rate of a line's custom price unit, when its price is in one (the line then shows its amount in the unit). */
+const unitRate = (row: LineItemRow): Pick<LineSpec, 'conversion_rate'> =>
+  row.price.price_unit_type === 'CUSTOM' && row.price.conversion_rate ? { conversion_rate: new D(row.price.conversion_rate as string) } : {}
+
 /** A fixed charge (its amount computed by the cycle) as an invoice line. */
 function fixedLineSpec(member: SubscriptionRow, row: LineItemRow, charge: Charge): LineSpec {
   const fields = chargeFields(member, row, charge)
-  return { fields, input: { price_type: row.price_type, price_id: row.price_id, display_name: fields.display_name ?? undefined, quantity: row.quantity, amount: charge.amount! } }
+  return { fields, input: { price_type: row.price_type, price_id: row.price_id, display_name: fields.display_name ?? undefined, quantity: row.quantity, amount: charge.amount! }, ...unitRate(row) }
 }
 
 /** One charge as an invoice line; usage is measured here, for the line's customer and window. */
@@ -250,6 +256,7 @@ async function lineSpec(deps: Deps, scope: Scope, ctx: BillingContext, member: S
       allowance: entitlement?.allowance ?? null,
       ...(windows && { usage_windows: windows }),
     },
+    ...unitRate(row),
   }
 }
 
