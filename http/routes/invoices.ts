@@ -1,5 +1,6 @@
 import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
+import { BILLING_PERIODS } from '../../core/periods.ts'
 import { recordRoutes } from '../record-routes.ts'
 import { currencySchema, dateTime, decimalString, idList, metadataSchema, nonNegativeDecimal, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
@@ -41,6 +42,23 @@ const lineItem: JsonSchema = {
     line_item_discount: nonNegativeDecimal,
     invoice_level_discount: nonNegativeDecimal,
     prepaid_credits_applied: nonNegativeDecimal,
+    commitment_info: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'the commitment the line was billed under, kept with it; its computed amounts add up to the line amount',
+      properties: {
+        type: { type: 'string', enum: ['amount', 'quantity'] },
+        amount: nonNegativeDecimal,
+        quantity: nonNegativeDecimal,
+        duration: { type: 'string', enum: [...BILLING_PERIODS] },
+        overage_factor: nonNegativeDecimal,
+        true_up_enabled: { type: 'boolean' },
+        is_windowed: { type: 'boolean' },
+        computed_commitment_utilized_amount: nonNegativeDecimal,
+        computed_overage_amount: nonNegativeDecimal,
+        computed_true_up_amount: nonNegativeDecimal,
+      },
+    },
   },
 }
 

@@ -3,6 +3,7 @@
 // billing points' invoices subscription-invoices.ts's. Every amount comes from core/billing through
 // assemble.ts; every change writes invoice.update* to the outbox in its transaction.
 import { moneyAmount } from '../../../core/billing/amounts.ts'
+import { checkCommitmentInfo, type CommitmentInfoInput } from '../../../core/billing/commitment-info.ts'
 import type { CouponUse } from '../../../core/billing/coupons.ts'
 import { AppError, invalidOperation, validationError } from '../../../core/errors.ts'
 import { D, formatMoney, type Decimal } from '../../../core/money.ts'
@@ -47,6 +48,7 @@ interface LineItemInput {
   line_item_discount?: string
   invoice_level_discount?: string
   prepaid_credits_applied?: string
+  commitment_info?: CommitmentInfoInput
 }
 
 interface TaxRateOverride {
@@ -114,6 +116,7 @@ function lineSpecs(customerId: string, subscriptionId: string | null, currency: 
         period_end: date(item.period_end),
         metadata: item.metadata ?? {},
         calculation: { kind: 'manual' },
+        commitment_info: item.commitment_info ? checkCommitmentInfo(item.commitment_info, amount, currency, `line_items[${i}].commitment_info`) : null,
       },
       input: { price_type: type, price_id: item.price_id, display_name: item.display_name, quantity, amount },
     }
