@@ -47,13 +47,13 @@ describe('usage analytics of an invoice line', () => {
     // By source: api 6 of 7 → 85.714… cents, web 1 of 7 → 14.285… cents; floors 85 + 14 = 99, the cent left goes to
     // the larger remainder (api's .714).
     expect(line.usage_analytics).toEqual([
-      { source: 'api', usage: '6', event_count: '2', percentage: '85.71', cost: '0.86' },
-      { source: 'web', usage: '1', event_count: '1', percentage: '14.29', cost: '0.14' },
+      { source: 'api', usage: '6', event_count: 2, percentage: '85.71', cost: '0.86' },
+      { source: 'web', usage: '1', event_count: 1, percentage: '14.29', cost: '0.14' },
     ])
     // By model: a 5 of 7 → 71.428… cents, b 2 of 7 → 28.571… cents; the cent left goes to b (.571 > .428).
     expect(line.usage_breakdown).toEqual([
-      { grouped_by: { model: 'a' }, usage: '5', event_count: '2', percentage: '71.43', cost: '0.71' },
-      { grouped_by: { model: 'b' }, usage: '2', event_count: '1', percentage: '28.57', cost: '0.29' },
+      { grouped_by: { model: 'a' }, usage: '5', event_count: 2, percentage: '71.43', cost: '0.71' },
+      { grouped_by: { model: 'b' }, usage: '2', event_count: 1, percentage: '28.57', cost: '0.29' },
     ])
   })
 })

@@ -20,7 +20,8 @@ function shares(line: Line, groups: readonly BreakdownGroup[]) {
   const costs = groups.length > 0 ? allocateByUsage(line.amount, usages, line.currency) : []
   return groups.map((g, i) => ({
     usage: usages[i],
-    event_count: new D(g.eventCount),
+    // A count: an integer on the wire (the spec's usage_analytics[].event_count), as the analytics endpoint answers it.
+    event_count: Number(g.eventCount),
     cost: costs[i],
     percentage: total.isZero() ? new D(0) : usages[i].times(100).div(total).toDecimalPlaces(2),
   }))
