@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { D } from '../money.ts'
-import { paymentEvents, paymentRecordOf } from './payment-records.ts'
+import { assertRecordTransition, paymentEvents, paymentRecordOf } from './payment-records.ts'
 
 describe('paymentRecordOf', () => {
   const remaining = new D('120.50')
@@ -37,5 +37,19 @@ describe('paymentEvents', () => {
     expect(paymentEvents('PENDING', 'SUCCEEDED')).toEqual(['payment.updated', 'payment.success'])
     expect(paymentEvents('PROCESSING', 'FAILED')).toEqual(['payment.updated', 'payment.failed'])
     expect(paymentEvents('PENDING', 'PENDING')).toEqual(['payment.updated'])
+  })
+})
+
+describe('assertRecordTransition', () => {
+  it('moves a payment forward until it ends', () => {
+    for (const [from, to] of [['INITIATED', 'PENDING'], ['INITIATED', 'SUCCEEDED'], ['PENDING', 'PROCESSING'], ['PROCESSING', 'FAILED'], ['PENDING', 'PENDING']] as const) {
+      expect(() => assertRecordTransition(from, to)).not.toThrow()
+    }
+  })
+
+  it('refuses to move back or out of an end, naming both', () => {
+    for (const [from, to] of [['PENDING', 'INITIATED'], ['PROCESSING', 'PENDING'], ['SUCCEEDED', 'FAILED'], ['FAILED', 'SUCCEEDED']] as const) {
+      expect(() => assertRecordTransition(from, to)).toThrow(`a ${from} payment cannot become ${to}`)
+    }
   })
 })

@@ -2,6 +2,7 @@
 // payment.* events that change announces. The invoice's state (core/billing/payments.ts) counts money;
 // a payment record says what happened to one payment: money received, a provider's pending or
 // processing charge, or a failure.
+import { invalidOperation } from '../errors.ts'
 import { D, type Decimal } from '../money.ts'
 import type { PaymentStatus } from './payments.ts'
 
@@ -32,4 +33,22 @@ export function paymentEvents(before: RecordStatus | null, after: RecordStatus):
   const change = before === null ? 'payment.created' : 'payment.updated'
   const status = before !== after ? STATUS_EVENTS[after] : undefined
   return status ? [change, status] : [change]
+}
+
+/**
+ * How one payment record may move when changed directly (PUT /v1/payments/{id}, Flexprice's lifecycle): forward
+ * until it ends; SUCCEEDED and FAILED are final (money back is a credit note; a failed payment is retried as a new one).
+ */
+const RECORD_TRANSITIONS: Readonly<Record<RecordStatus, readonly RecordStatus[]>> = {
+  INITIATED: ['INITIATED', 'PENDING', 'PROCESSING', 'SUCCEEDED', 'FAILED'],
+  PENDING: ['PENDING', 'PROCESSING', 'SUCCEEDED', 'FAILED'],
+  PROCESSING: ['PROCESSING', 'SUCCEEDED', 'FAILED'],
+  SUCCEEDED: ['SUCCEEDED'],
+  FAILED: ['FAILED'],
+}
+
+export function assertRecordTransition(from: RecordStatus, to: RecordStatus): void {
+  if (!RECORD_TRANSITIONS[from].includes(to)) {
+    throw invalidOperation(`a ${from} payment cannot become ${to}`, { payment_status: `cannot go from ${from} to ${to}`, allowed: RECORD_TRANSITIONS[from] })
+  }
 }

@@ -48,3 +48,79 @@ describe("a trial's card with no payment provider", () => {
     expect(trial.paymentStatus).not.toBe('SUCCEEDED')
   })
 })
+
+describe('payments made directly', () => {
+  const finalized = async (amount: string) => {
+    const inv = await fp.invoices.createInvoice({ customerId, currency: 'USD', subtotal: amount, total: amount, amountDue: amount, lineItems: [{ displayName: 'Work', amount, quantity: '1' }] })
+    await fp.invoices.finalizeInvoice(inv.id!)
+    return inv.id!
+  }
+
+  it('an OFFLINE payment pays its invoice at once; one recorded unprocessed pays it when processed; both are booked', async () => {
+    const invoiceId = await finalized('100.00')
+    const first = await fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'OFFLINE', amount: '30.25', currency: 'usd', metadata: { check: '1042' } })
+    expect(first).toMatchObject({ paymentStatus: 'SUCCEEDED', amount: '30.25', destinationId: invoiceId, currency: 'USD', metadata: { check: '1042' } })
+    expect(first.succeededAt).toBeTruthy()
+    expect(await fp.invoices.getInvoice(invoiceId)).toMatchObject({ paymentStatus: 'PENDING', amountPaid: '30.25', amountRemaining: '69.75' })
+
+    // Recorded now, received later: no money moves until it is processed.
+    const second = await fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'OFFLINE', amount: '69.75', currency: 'USD', processPayment: false, idempotencyKey: 'wire-77' })
+    expect(second.paymentStatus).toBe('PENDING')
+    expect((await fp.invoices.getInvoice(invoiceId)).amountPaid).toBe('30.25')
+    const replay = await fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'OFFLINE', amount: '69.75', currency: 'USD', processPayment: false, idempotencyKey: 'wire-77' })
+    expect(replay.id).toBe(second.id)
+    expect(await fp.payments.updatePayment(second.id!, { metadata: { wire: 'W-77' } })).toMatchObject({ paymentStatus: 'PENDING', metadata: { wire: 'W-77' } })
+    expect(await fp.payments.processPayment(second.id!)).toMatchObject({ paymentStatus: 'SUCCEEDED', amount: '69.75' })
+    expect(await fp.invoices.getInvoice(invoiceId)).toMatchObject({ paymentStatus: 'SUCCEEDED', amountPaid: '100', amountRemaining: '0' })
+
+    const day = new Date().toISOString().slice(0, 10)
+    const journal = await t.h.http('GET', `/v1/accounting/journal?start_time=${day}T00:00:00Z&end_time=${new Date(Date.now() + 86400e3).toISOString()}`)
+    const booked = journal.body.entries.filter((e: any) => e.source_type === 'payment' && [first.id, second.id].includes(e.source_id))
+    expect(booked.map((e: any) => e.lines.find((l: any) => l.account === 'cash')?.debit).sort()).toEqual(['30.25', '69.75'])
+
+    const refused = await failure(fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'OFFLINE', amount: '1', currency: 'USD' }))
+    expect(refused.message).toContain('already paid')
+  })
+
+  it('a card payment is recorded, not charged; moves forward only; is deleted only before money moved', async () => {
+    const invoiceId = await finalized('40.00')
+    const charged = await failure(fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'CARD', amount: '40', currency: 'USD' }))
+    expect(charged.statusCode).toBe(400)
+    expect(charged.message).toContain('process_payment: false')
+    const card = await fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'CARD', amount: '40', currency: 'USD', processPayment: false, paymentGateway: 'stripe' })
+    expect(card).toMatchObject({ paymentStatus: 'INITIATED', paymentGateway: 'stripe' })
+    expect((await fp.payments.updatePayment(card.id!, { gatewayPaymentId: 'pi_123' })).paymentStatus).toBe('PENDING')
+    expect((await failure(fp.payments.processPayment(card.id!))).message).toContain('not processed here')
+    const failed = await fp.payments.updatePayment(card.id!, { paymentStatus: 'FAILED', errorMessage: 'card declined' })
+    expect(failed).toMatchObject({ paymentStatus: 'FAILED', errorMessage: 'card declined' })
+    expect((await failure(fp.payments.updatePayment(card.id!, { paymentStatus: 'SUCCEEDED' }))).message).toContain('a FAILED payment cannot become SUCCEEDED')
+    expect((await fp.invoices.getInvoice(invoiceId)).amountPaid).toBe('0')
+    expect((await fp.payments.deletePayment(card.id!)).message).toBeTruthy()
+    expect((await fp.payments.listPayments({ destinationId: invoiceId })).items).toEqual([])
+
+    // Money received outside any provider: the card payment SUCCEEDS by update, and the invoice follows.
+    const outside = await fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'CARD', amount: '40', currency: 'USD', processPayment: false })
+    expect((await fp.payments.updatePayment(outside.id!, { paymentStatus: 'SUCCEEDED' })).paymentStatus).toBe('SUCCEEDED')
+    expect((await fp.invoices.getInvoice(invoiceId)).paymentStatus).toBe('SUCCEEDED')
+    expect((await failure(fp.payments.deletePayment(outside.id!))).message).toContain('cannot be deleted')
+    expect((await failure(fp.payments.updatePayment(outside.id!, { paymentStatus: 'REFUNDED' }))).message).toContain('credit note')
+  })
+
+  it('refuses a payment the invoice cannot take, changing nothing', async () => {
+    const invoiceId = await finalized('10.00')
+    const cases: [Record<string, unknown>, string][] = [
+      [{ currency: 'EUR' }, 'currency'],
+      [{ amount: '0' }, 'amount'],
+      [{ amount: '1.234' }, 'amount'],
+      [{ destinationId: 'inv_missing' }, 'destination_id'],
+      [{ paymentMethodType: 'CREDITS' }, 'payment/attempt'],
+    ]
+    for (const [change, named] of cases) {
+      const err = await failure(fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'OFFLINE', amount: '5', currency: 'USD', ...change } as any))
+      expect(err.statusCode).toBe(400)
+      expect(`${err.message} ${err.error?.internalError}`).toContain(named)
+    }
+    expect((await fp.payments.listPayments({ destinationId: invoiceId })).items).toEqual([])
+    expect((await fp.invoices.getInvoice(invoiceId)).amountPaid).toBe('0')
+  })
+})

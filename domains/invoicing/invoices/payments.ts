@@ -87,9 +87,17 @@ export async function recordPayment(deps: Deps, tx: Tx, scope: Scope, audit: Aud
   } else if (input.payment_status === 'OVERPAID') {
     throw validationError('amount', 'is required to record an overpayment')
   } else next = setPaymentStatus(state, input.payment_status)
-  const view = await setPaymentState(tx, scope, audit, id, next)
   const record = paymentRecordOf(state.amount_remaining, input)
   if (record) await trackPayment(tx, scope, audit, invoice, record, source)
+  return settleInvoice(deps, tx, scope, audit, id, next)
+}
+
+/**
+ * Moves a locked invoice to the payment state `next` after a payment: announced, a purchase's credits granted
+ * (rule 10), and a subscription waiting for its invoice to be paid activated.
+ */
+export async function settleInvoice(deps: Deps, tx: Tx, scope: Scope, audit: Audit, id: string, next: PaymentState): Promise<InvoiceView> {
+  const view = await setPaymentState(tx, scope, audit, id, next)
   await purchasePaid(deps, tx, scope, view)
   if (view.subscription_id && PAID.includes(view.payment_status)) await subscriptionInvoicePaid(tx, scope, audit, view.subscription_id)
   return view

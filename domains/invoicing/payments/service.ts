@@ -32,7 +32,8 @@ async function views(db: Db, scope: Scope, rows: store.PaymentRow[]): Promise<Pa
   return rows.map((r) => ({ ...r, invoice_number: numbers.get(r.destination_id) ?? null }))
 }
 
-const stamps = (status: RecordStatus, at: Date) => (status === 'SUCCEEDED' ? { succeeded_at: at } : status === 'FAILED' ? { failed_at: at } : {})
+/** The instant a payment ended, in the column its status names. */
+export const stamps = (status: RecordStatus, at: Date) => (status === 'SUCCEEDED' ? { succeeded_at: at } : status === 'FAILED' ? { failed_at: at } : {})
 
 /**
  * Records what happened to a payment of `invoice`: the payment under way that this change reports on
@@ -61,18 +62,24 @@ export async function trackPayment(
         gateway_payment_id: reference,
         currency: invoice.currency,
       })
-  const payment = toWire({ ...row, invoice_number: invoice.invoice_number })
-  await recordEvents(
-    tx,
-    scope,
-    paymentEvents(open?.payment_status ?? null, change.status).map((eventType) => ({ eventType, entityType: 'payment', entityId: row.id, payload: { payment } })),
-  )
+  await announcePayment(tx, scope, open?.payment_status ?? null, { ...row, invoice_number: invoice.invoice_number })
   return row
 }
 
-export async function getPayment(deps: Deps, actor: Actor, id: string): Promise<PaymentView> {
-  const [view] = await views(deps.sql, actor, [await requireRecord<store.PaymentRow>(deps.sql, store.PAYMENTS, actor, id)])
+/** The payment.* events of a payment made (`before` null) or moved from `before`, through the outbox. */
+export async function announcePayment(tx: Tx, scope: Scope, before: RecordStatus | null, payment: PaymentView): Promise<void> {
+  const payload = { payment: toWire(payment) }
+  await recordEvents(tx, scope, paymentEvents(before, payment.payment_status).map((eventType) => ({ eventType, entityType: 'payment', entityId: payment.id, payload })))
+}
+
+/** A payment as it is answered: with its invoice's number. */
+export async function viewOf(db: Db, scope: Scope, row: store.PaymentRow): Promise<PaymentView> {
+  const [view] = await views(db, scope, [row])
   return view
+}
+
+export async function getPayment(deps: Deps, actor: Actor, id: string): Promise<PaymentView> {
+  return viewOf(deps.sql, actor, await requireRecord<store.PaymentRow>(deps.sql, store.PAYMENTS, actor, id))
 }
 
 export async function listPayments(deps: Deps, actor: Actor, { params, filters }: ListRequest): Promise<Page<PaymentView>> {

@@ -73,3 +73,15 @@ export async function succeededBetween(db: Db, scope: Scope, start: Date, end: D
     ORDER BY succeeded_at, id`
   return rows.map((r) => decodeRow<PaymentRow>(PAYMENTS, r))
 }
+
+/** One payment of the scope, locked for the caller's transaction (deleted ones too: the caller says what that means). */
+export async function lockPayment(db: Db, scope: Scope, id: string): Promise<PaymentRow | undefined> {
+  const [row] = await db`SELECT * FROM payments WHERE id = ${id} AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} FOR UPDATE`
+  return row ? decodeRow<PaymentRow>(PAYMENTS, row) : undefined
+}
+
+/** The payment an idempotency key made (unique in the environment, sql/postgres/0730_payment_idempotency.sql). */
+export async function paymentByIdempotencyKey(db: Db, scope: Scope, key: string): Promise<PaymentRow | undefined> {
+  const [row] = await db`SELECT * FROM payments WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND idempotency_key = ${key}`
+  return row ? decodeRow<PaymentRow>(PAYMENTS, row) : undefined
+}
