@@ -124,3 +124,27 @@ describe('payments made directly', () => {
     expect((await fp.invoices.getInvoice(invoiceId)).amountPaid).toBe('0')
   })
 })
+
+describe('environments', () => {
+  it("the owner key creates and renames an environment; a key minted for it sees only its records", async () => {
+    const env = await fp.environments.createEnvironment({ name: 'Staging EU', type: 'development' })
+    expect(env).toMatchObject({ name: 'Staging EU', type: 'development' })
+    expect(env.id).toMatch(/^env_/)
+    const renamed = await fp.environments.updateEnvironment(env.id!, { name: 'Staging (EU)' })
+    expect(renamed).toMatchObject({ id: env.id, name: 'Staging (EU)', type: 'development' })
+
+    expect((await failure(fp.environments.updateEnvironment(env.id!, { type: 'production' }))).message).toContain('cannot be changed')
+    expect((await failure(fp.environments.createEnvironment({ name: 'staging eu', type: 'sandbox' }))).statusCode).toBe(409)
+    expect((await failure(fp.environments.createEnvironment({ name: 'Moon', type: 'lunar' }))).statusCode).toBe(400)
+    expect((await failure(sdk(t.h, t.other).environments.updateEnvironment(env.id!, { name: 'taken' }))).statusCode).toBe(404)
+
+    // Keys are bound to an environment: the owner key mints one for the new environment (our route, no SDK method).
+    const minted = await t.h.http('POST', '/v1/secrets/api/keys', { body: { name: 'staging', roles: ['admin'], environment_id: env.id } })
+    expect(minted.status).toBe(201)
+    const staging = sdk(t.h, minted.body.api_key)
+    await staging.customers.createCustomer({ externalId: 'staging-only', name: 'Staged' })
+    expect((await fp.customers.queryCustomer({ externalId: 'staging-only' })).items).toEqual([])
+    // Not the owner key: an environment's admin key does not make environments.
+    expect((await failure(staging.environments.createEnvironment({ name: 'Another', type: 'development' }))).statusCode).toBe(403)
+  })
+})

@@ -19,10 +19,10 @@ export interface EnvironmentRow {
 
 export async function insertEnvironment(
   db: Db,
-  row: Pick<EnvironmentRow, 'id' | 'tenant_id' | 'name' | 'type' | 'slug' | 'created_by'>,
+  row: Pick<EnvironmentRow, 'id' | 'tenant_id' | 'name' | 'type' | 'slug' | 'created_by'> & { metadata?: Record<string, string> },
 ): Promise<EnvironmentRow> {
-  const [created] = await db<EnvironmentRow[]>`INSERT INTO environments (id, tenant_id, name, type, slug, created_by, updated_by)
-    VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.type}, ${row.slug}, ${row.created_by}, ${row.created_by})
+  const [created] = await db<EnvironmentRow[]>`INSERT INTO environments (id, tenant_id, name, type, slug, metadata, created_by, updated_by)
+    VALUES (${row.id}, ${row.tenant_id}, ${row.name}, ${row.type}, ${row.slug}, ${db.json(row.metadata ?? {})}, ${row.created_by}, ${row.created_by})
     RETURNING *`
   return created
 }
@@ -37,4 +37,15 @@ export async function listEnvironments(db: Db, tenantId: string, params: ListPar
   const where = [db`tenant_id = ${tenantId}`, db`status = ${params.status}`]
   if (Object.keys(params.metadata).length > 0) where.push(db`metadata @> ${db.json(params.metadata)}`)
   return listRows<EnvironmentRow>(db, 'environments', where, params)
+}
+
+/** Renames an environment or changes its metadata; the slug (its stable handle) stays. */
+export async function updateEnvironment(db: Db, tenantId: string, id: string, fields: { name?: string; metadata?: Record<string, string> }, by: string, at: Date): Promise<EnvironmentRow | undefined> {
+  const [row] = await db<EnvironmentRow[]>`UPDATE environments SET
+      name = COALESCE(${fields.name ?? null}, name),
+      metadata = COALESCE(${fields.metadata ? db.json(fields.metadata) : null}::jsonb, metadata),
+      version = version + 1, updated_at = ${at}, updated_by = ${by}
+    WHERE id = ${id} AND tenant_id = ${tenantId} AND status = 'published'
+    RETURNING *`
+  return row
 }
