@@ -41,7 +41,9 @@ export async function entitlementSources(db: Db, scope: Scope, f: SourceFilter):
   const live = db`s.customer_id = c.id AND s.tenant_id = c.tenant_id AND s.environment_id = c.environment_id AND s.status = 'published'
     AND s.subscription_status IN ('not_started', 'trialing', 'active') AND s.start_date <= ${f.at}
     AND (s.end_date IS NULL OR s.end_date > ${f.at}) AND (s.cancel_at IS NULL OR s.cancel_at > ${f.at}) ${subs}`
-  const granted = db`e.tenant_id = c.tenant_id AND e.environment_id = c.environment_id AND e.status = 'published' ${features}`
+  // An entitlement with a window grants only within it.
+  const granted = db`e.tenant_id = c.tenant_id AND e.environment_id = c.environment_id AND e.status = 'published' ${features}
+    AND (e.start_date IS NULL OR e.start_date <= ${f.at}) AND (e.end_date IS NULL OR e.end_date > ${f.at})`
   return db<SourceRow[]>`SELECT c.id AS customer_id, src.*
     FROM customers c
     LEFT JOIN LATERAL (

@@ -1,7 +1,7 @@
 import { defineRoute, type Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
-import { metadataSchema, versionField } from '../record-schema.ts'
+import { dateTime, metadataSchema, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import * as service from '../../domains/catalog/entitlements/service.ts'
 
@@ -12,6 +12,9 @@ const terms: Record<string, JsonSchema> = {
   is_soft_limit: { type: 'boolean' },
   static_value: { type: ['string', 'null'], maxLength: 1000 },
   display_order: { type: 'integer' },
+  parent_entitlement_id: { type: ['string', 'null'], minLength: 1, description: 'the entitlement this one stands in for (e.g. an addon\'s over its plan\'s), granting the same feature' },
+  start_date: { ...dateTime, type: ['string', 'null'], description: 'from when the customer entitlement lookup grants it; null: always' },
+  end_date: { ...dateTime, type: ['string', 'null'], description: 'until when (exclusive); null: no end' },
   metadata: metadataSchema,
 }
 

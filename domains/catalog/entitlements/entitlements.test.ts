@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { created, eventsOf, feature, plan, twoTenants } from '../../../test/catalog.ts'
+import { created, customer, eventsOf, feature, fixedPrice, plan, subscribed, twoTenants } from '../../../test/catalog.ts'
 
 const t = twoTenants()
 
@@ -78,5 +78,45 @@ describe('entitlements', () => {
     expect((await t.h.http('POST', '/v1/entitlements', { body: { plan_id: theirPlan.id, feature_id: f.id }, key: t.other })).status).toBe(404)
     expect((await t.h.http('POST', '/v1/entitlements/search', { body: { entitlement_ids: [e.id] }, key: t.other })).body.items).toEqual([])
     expect((await t.h.http('GET', `/v1/entitlements/${e.id}`)).body.is_enabled).toBe(true)
+  })
+
+  it('answers plan_id, a window and the parent entitlement; refuses an end before the start and a parent of another feature', async () => {
+    const [p, f, other] = await Promise.all([plan(t.h), feature(t.h, 'metered'), feature(t.h, 'boolean')])
+    const addon = await created(t.h, '/v1/addons', { name: 'More calls', lookup_key: 'more-calls' })
+    const window = { start_date: '2030-01-01T00:00:00.000Z', end_date: '2030-07-01T00:00:00.000Z' }
+    const base = await created(t.h, '/v1/entitlements', { plan_id: p.id, feature_id: f.id, usage_limit: 100, usage_reset_period: 'MONTHLY', ...window })
+    expect(base).toMatchObject({ plan_id: p.id, entity_type: 'PLAN', entity_id: p.id, parent_entitlement_id: null, ...window })
+    const extra = await created(t.h, '/v1/entitlements', { entity_type: 'ADDON', entity_id: addon.id, feature_id: f.id, usage_limit: 500, usage_reset_period: 'MONTHLY', parent_entitlement_id: base.id })
+    expect(extra).toMatchObject({ plan_id: null, entity_type: 'ADDON', parent_entitlement_id: base.id, start_date: null, end_date: null })
+    expect((await t.h.http('GET', `/v1/entitlements?parent_entitlement_ids=${base.id}`)).body.items.map((e: any) => e.id)).toEqual([extra.id])
+
+    const backwards = await t.h.http('PUT', `/v1/entitlements/${base.id}`, { body: { end_date: '2029-12-31T00:00:00.000Z' } })
+    expect([backwards.status, Object.keys(backwards.body.details)]).toEqual([400, ['end_date']])
+    const otherAddon = await created(t.h, '/v1/addons', { name: 'Flag', lookup_key: 'flag-addon' })
+    const wrongParent = await t.h.http('POST', '/v1/entitlements', { body: { entity_type: 'ADDON', entity_id: otherAddon.id, feature_id: other.id, parent_entitlement_id: base.id } })
+    expect([wrongParent.status, Object.keys(wrongParent.body.details)]).toEqual([400, ['parent_entitlement_id']])
+    const missing = await t.h.http('POST', '/v1/entitlements', { body: { entity_type: 'ADDON', entity_id: otherAddon.id, feature_id: other.id, parent_entitlement_id: 'ent_nope' } })
+    expect(missing.status).toBe(404)
+    const self = await t.h.http('PUT', `/v1/entitlements/${base.id}`, { body: { parent_entitlement_id: base.id } })
+    expect([self.status, Object.keys(self.body.details)]).toEqual([400, ['parent_entitlement_id']])
+    // A window may be lifted.
+    expect((await t.h.http('PUT', `/v1/entitlements/${base.id}`, { body: { start_date: null, end_date: null } })).body).toMatchObject({ start_date: null, end_date: null })
+  })
+
+  it("grants a customer only the entitlements in force now: one ended or not started yet is left out of the customer's lookup", async () => {
+    const [now, ended, later] = await Promise.all([feature(t.h, 'boolean'), feature(t.h, 'boolean'), feature(t.h, 'boolean')])
+    const p = await plan(t.h, {
+      prices: [fixedPrice('10')],
+      entitlements: [
+        { feature_id: now.id, start_date: '2020-01-01T00:00:00Z' },
+        { feature_id: ended.id, end_date: '2020-01-01T00:00:00Z' },
+        { feature_id: later.id, start_date: '2099-01-01T00:00:00Z' },
+      ],
+    })
+    const c = await customer(t.h)
+    await subscribed(t.h, { customer_id: c.id, plan_id: p.id, start_date: '2021-01-01T00:00:00Z' })
+    const res = await t.h.http('GET', `/v1/customers/${c.id}/entitlements`)
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    expect(res.body.features.map((f: any) => f.feature.id)).toEqual([now.id])
   })
 })

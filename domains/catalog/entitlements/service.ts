@@ -1,7 +1,7 @@
 // Entitlements: what a plan or an addon grants of a feature. Boolean features are on or off, metered
 // ones carry a usage limit (null: unlimited) with its reset period, static ones carry a value.
 import { entitlementTerms } from '../../../core/entitlements.ts'
-import { invalidOperation } from '../../../core/errors.ts'
+import { invalidOperation, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
@@ -9,7 +9,7 @@ import { deleteRecord, filterConditions, findRecords, insertRecord, listRecords,
 import { FEATURES, featureDeletion, requireFeature, type FeatureRow } from '../features/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { entityOf, requireOffering, requireOwner, type EntityInput, type EntityRef } from '../offerings/kinds.ts'
-import { announce, auditOf, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
+import { announce, auditOf, referenced, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
 import * as store from './store.ts'
 
 export type { EntityType } from './store.ts'
@@ -17,6 +17,8 @@ export const FILTERS = store.FILTERS
 
 export interface EntitlementView extends store.EntitlementRow {
   feature: FeatureRow
+  /** The plan granting it (entity_id of a PLAN entitlement); null for an addon's. */
+  plan_id: string | null
 }
 
 export interface EntitlementInput {
@@ -29,6 +31,9 @@ export interface EntitlementInput {
   is_soft_limit?: boolean
   static_value?: string | null
   display_order?: number
+  parent_entitlement_id?: string | null
+  start_date?: string | null
+  end_date?: string | null
   metadata?: Record<string, string>
 }
 
@@ -40,7 +45,29 @@ export interface UpdateEntitlementInput extends Omit<EntitlementInput, 'feature_
 
 async function withFeatures(db: Db, scope: Scope, rows: store.EntitlementRow[]): Promise<EntitlementView[]> {
   const features = new Map((await findRecords<FeatureRow>(db, FEATURES, scope, rows.map((r) => r.feature_id))).map((f) => [f.id, f]))
-  return rows.map((row) => ({ ...row, feature: features.get(row.feature_id)! }))
+  return rows.map((row) => viewOf(row, features.get(row.feature_id)!))
+}
+
+const viewOf = (row: store.EntitlementRow, feature: FeatureRow): EntitlementView => ({ ...row, feature, plan_id: row.entity_type === 'PLAN' ? row.entity_id : null })
+
+const dateOf = (value: string | null | undefined): Date | null | undefined => (value === undefined ? undefined : value === null ? null : new Date(value))
+
+/**
+ * The window and parent of an entitlement as it will be (`id`: the one being changed): end after start; the parent an
+ * entitlement of this environment that grants the same feature, not the entitlement itself.
+ */
+async function placement(db: Db, scope: Scope, featureId: string, given: Pick<EntitlementInput, 'parent_entitlement_id' | 'start_date' | 'end_date'>, current?: store.EntitlementRow) {
+  const start = dateOf(given.start_date)
+  const end = dateOf(given.end_date)
+  const [from, until] = [start === undefined ? (current?.start_date ?? null) : start, end === undefined ? (current?.end_date ?? null) : end]
+  if (from && until && until <= from) throw validationError('end_date', 'must be after start_date')
+  const parentId = given.parent_entitlement_id
+  if (parentId) {
+    if (parentId === current?.id) throw validationError('parent_entitlement_id', 'must be another entitlement')
+    const parent = await referenced('parent_entitlement_id', requireRecord<store.EntitlementRow>(db, store.ENTITLEMENTS, scope, parentId, { published: true }))
+    if (parent.feature_id !== featureId) throw validationError('parent_entitlement_id', `entitlement ${parentId} grants feature ${parent.feature_id}, not ${featureId}`)
+  }
+  return { start_date: start, end_date: end, parent_entitlement_id: parentId }
 }
 
 /**
@@ -63,10 +90,11 @@ export async function createEntitlementsIn(
         ...entity,
         feature_id: feature.id,
         ...entitlementTerms(feature.type, input),
+        ...(await placement(tx, actor, feature.id, input)),
         display_order: input.display_order ?? 0,
         metadata: input.metadata ?? {},
       })
-      return { ...row, feature }
+      return viewOf(row, feature)
     }
     const view = field ? await within(`${field}[${i}]`, create) : await create()
     await announce(tx, actor, 'entitlement.created', store.ENTITLEMENTS, view)
@@ -145,10 +173,10 @@ export async function updateEntitlement(deps: Deps, actor: Actor, id: string, in
       store.ENTITLEMENTS,
       actor,
       id,
-      { ...entitlementTerms(current.feature.type, merged), display_order: merged.display_order, metadata: merged.metadata },
+      { ...entitlementTerms(current.feature.type, merged), ...(await placement(tx, actor, current.feature_id, patch, current)), display_order: merged.display_order, metadata: merged.metadata },
       { version, audit },
     )
-    const view = { ...row, feature: current.feature }
+    const view = viewOf(row, current.feature)
     await announce(tx, actor, 'entitlement.updated', store.ENTITLEMENTS, view)
     return view
   })

@@ -6,7 +6,7 @@ export const ENTITLEMENTS: RecordTable = { name: 'entitlements', noun: 'entitlem
 export const FEATURE_INDEX = 'entitlements_feature'
 
 export const FILTERS: FilterSpec = filterSpec({
-  in: { entitlement_ids: 'id', feature_ids: 'feature_id', entity_ids: 'entity_id', plan_ids: 'entity_id' },
+  in: { entitlement_ids: 'id', feature_ids: 'feature_id', entity_ids: 'entity_id', plan_ids: 'entity_id', parent_entitlement_ids: 'parent_entitlement_id' },
   eq: { feature_type: 'feature_type', entity_type: 'entity_type' },
 })
 
@@ -24,6 +24,11 @@ export interface EntitlementRow extends RecordRow {
   is_soft_limit: boolean
   static_value: string | null
   display_order: number
+  /** The entitlement this one stands in for (e.g. an addon's over its plan's), of the same feature. */
+  parent_entitlement_id: string | null
+  /** When the entitlement is in force; null: from always, until always. */
+  start_date: Date | null
+  end_date: Date | null
 }
 
 export async function countOfFeature(db: Db, scope: Scope, featureId: string): Promise<number> {
