@@ -8,6 +8,7 @@ const NAV = [
   ['customers', 'Customers'],
   ['invoices', 'Invoices'],
   ['catalog', 'Catalog'],
+  ['pricing', 'Pricing'],
   ['webhooks', 'Webhooks'],
 ]
 
