@@ -1,6 +1,7 @@
 // The scheduled jobs the worker role runs. Each domain adds its jobs here.
 import { advanceSubscriptions } from '../domains/subscriptions/lifecycle.ts'
 import { applyDueSchedules } from '../domains/invoicing/changes/schedules.ts'
+import { processPlanSyncs } from '../domains/invoicing/changes/plan-sync.ts'
 import { processCreditGrants } from '../domains/credits/grants/service.ts'
 import { checkBalanceAlerts, expireWalletCredits } from '../domains/credits/wallets/service.ts'
 import { markOverdue, runBilling } from '../domains/invoicing/invoices/run.ts'
@@ -18,6 +19,8 @@ export const jobs: Job[] = [
   { name: 'subscription-lifecycle', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await advanceSubscriptions(deps)) }) },
   // Plan changes scheduled for the end of a period move their subscriptions onto the target plan when due.
   { name: 'subscription-schedules', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await applyDueSchedules(deps)) }) },
+  // Plan sync runs (POST /v1/plans/{id}/sync/subscriptions): each subscription moved once, resumed from the run's cursor.
+  { name: 'plan-sync', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await processPlanSyncs(deps, progress)) }) },
   // Credits past their expiry_date leave their wallets (balances already leave them out by date).
   { name: 'wallet-credit-expiry', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await expireWalletCredits(deps)) }) },
   // Credit grant applications: every due period of every grant, exactly once, oldest first (rule 14).

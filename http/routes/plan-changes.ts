@@ -5,7 +5,9 @@ import { BILLING_PERIODS } from '../../core/periods.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { executePlanChange, previewPlanChange, type PlanChangeInput } from '../../domains/invoicing/changes/plan-change.ts'
 import { cancelSchedule, getSchedule, listSchedules, type ScheduleQuery } from '../../domains/invoicing/changes/schedules.ts'
-import { metadataSchema, versionField } from '../record-schema.ts'
+import { getPlanSync, planSyncChanges, startPlanSync, type SyncInput } from '../../domains/invoicing/changes/plan-sync.ts'
+import { filterSpec } from '../../infra/records.ts'
+import { fromListQuery, listQuery, metadataSchema, versionField } from '../record-schema.ts'
 import { defineRoute, type Route } from '../route.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
@@ -43,6 +45,15 @@ const cancelScheduleBody: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   properties: { schedule_id: id, subscription_id: id, schedule_type: { type: 'string', enum: ['plan_change', 'cancellation'] } },
+}
+
+const syncBody: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    change_at: { type: 'string', enum: ['immediate', 'end_of_period'], description: 'default end_of_period: from each subscription\'s next period, nothing prorated' },
+    proration_behavior: { type: 'string', enum: ['create_prorations', 'none'], description: 'with change_at immediate: how the rest of the period is settled; default create_prorations' },
+  },
 }
 
 /** The SDK's path (/v1 twice) and the one a curl user writes. */
@@ -94,6 +105,32 @@ export const planChangeRoutes: Route[] = [
       handler: ({ deps, actor, params }) => listSchedules(deps, actor, { subscription_id: params.subscription_id, limit: 1000 }),
     }),
   ),
+  defineRoute<SyncInput>({
+    method: 'POST',
+    path: '/v1/plans/{id}/sync/subscriptions',
+    tag: 'Plans',
+    summary: "Move the plan's live subscriptions onto its current prices (a run the plan-sync job works through; answers the run with its progress)",
+    permission: 'write',
+    body: syncBody,
+    handler: ({ deps, actor, params, body }) => startPlanSync(deps, actor, params.id, body),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/plans/{id}/sync/subscriptions/{run_id}',
+    tag: 'Plans',
+    summary: 'A plan sync run with its progress (processed, moved, skipped, failed of total)',
+    permission: 'read',
+    handler: ({ deps, actor, params }) => getPlanSync(deps, actor, params.id, params.run_id),
+  }),
+  defineRoute<Record<string, never>, Record<string, unknown>>({
+    method: 'GET',
+    path: '/v1/plans/{id}/sync/subscriptions/{run_id}/changes',
+    tag: 'Plans',
+    summary: "A plan sync run's audit: each subscription's outcome, the line items it ended and started",
+    permission: 'read',
+    query: listQuery(['created_at'], filterSpec({})),
+    handler: ({ deps, actor, params, query }) => planSyncChanges(deps, actor, params.id, params.run_id, fromListQuery(query)),
+  }),
   ...bothPrefixes('/v1/subscriptions/schedules/{schedule_id}/cancel').map((path) =>
     defineRoute<{ subscription_id?: string; schedule_type?: string }>({
       method: 'POST',

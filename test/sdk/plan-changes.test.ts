@@ -1,5 +1,5 @@
 // Flexprice's SDK changing plans: previewSubscriptionChange and executeSubscriptionChange (an upgrade now, a
-// downgrade at the end of the period), and the schedule methods over the scheduled one — only SDK calls, on a
+// downgrade at the end of the period), the schedule methods over the scheduled one and syncPlanPrices — only SDK calls, on a
 // fixed clock. April 2024 has 30 days; on 21 April 10 are left: Basic 30.00 → Premium 90.00 credits −10.00 and
 // charges 30.00, net 20.00.
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -69,6 +69,15 @@ describe('plan changes through the SDK', () => {
     const subId = await subscribe(ids.basic)
     const err = await failure(fp.subscriptions.executeSubscriptionChange(subId, request(ids.basic, 'immediate')))
     expect(err.message).toMatch(/target_plan_id/)
+  })
+
+  it('syncPlanPrices starts a plan sync run, answered as Flexprice\'s workflow', async () => {
+    await subscribe(ids.basic)
+    await fp.prices.createPrice({ entityType: 'PLAN', entityId: ids.basic, currency: 'USD', type: 'FIXED', billingModel: 'FLAT_FEE', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY', invoiceCadence: 'ADVANCE', priceUnitType: 'FIAT', amount: '5' })
+    const started = await fp.plans.syncPlanPrices(ids.basic)
+    expect(started.workflowId).toMatch(/^plansync_/)
+    expect(started.runId).toBe(started.workflowId)
+    expect(started.message).toMatch(/of plan/)
   })
 
   it("another tenant's key does not see the schedules", async () => {

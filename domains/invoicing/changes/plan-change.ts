@@ -102,10 +102,15 @@ function carriedQuantity(price: PriceRow, ending: store.LineItemRow[], targets: 
   return oldSeats.length === 1 && newSeats.length === 1 && price.billing_cadence === 'RECURRING' ? oldSeats[0].quantity : undefined
 }
 
-/** The target plan's line items from `at`, running as long as the old plan's would have. */
-export function startingLines(sub: Sub, target: OfferingRow, prices: PriceRow[], ending: store.LineItemRow[], at: Date, behavior: ProrationBehavior | null): NewLine[] {
-  const ends = ending.map((l) => l.end_date)
-  const end = ends.length === 0 ? sub.end_date : ends.some((e) => e === null) ? null : new Date(Math.max(...ends.map((e) => e!.getTime())))
+/** Where new lines end: where the lines they follow would have (null: open), or the subscription's end. */
+export function endOf(sub: Sub, following: store.LineItemRow[]): Date | null {
+  const ends = following.map((l) => l.end_date)
+  if (ends.length === 0) return sub.end_date
+  return ends.some((e) => e === null) ? null : new Date(Math.max(...ends.map((e) => e!.getTime())))
+}
+
+/** `prices` of `target` as line items from `at` to `end`, fixed ones carrying the quantities of the `ending` lines they replace. */
+export function startingLines(sub: Sub, target: OfferingRow, prices: PriceRow[], ending: store.LineItemRow[], at: Date, end: Date | null, behavior: ProrationBehavior | null): NewLine[] {
   const owner = { entity_type: 'plan' as const, entity_id: target.id, name: target.name }
   return prices.map((p) => ({ ...lineItemFields(sub, owner, p, { start_date: at, end_date: end, quantity: carriedQuantity(p, ending, prices) }), proration_behavior: behavior }))
 }
@@ -129,7 +134,7 @@ async function workOut(db: Db, scope: Scope, sub: Sub, input: PlanChangeInput, n
   const ending = await planLines(db, scope, sub, at)
   for (const line of ending) assertEndOpen(line, now, 'target_plan_id')
   const behavior = scheduled ? 'none' : settlementOf(sub, input.proration_behavior ?? (sub.proration_behavior as ProrationBehavior), at, now)
-  const starting = startingLines(sub, target, prices, ending, at, scheduled ? null : behavior)
+  const starting = startingLines(sub, target, prices, ending, at, endOf(sub, ending), scheduled ? null : behavior)
   const cost = (lines: { terms: Record<string, unknown>; quantity: Decimal }[]) => lines.filter((l) => recurringFixed(l.terms)).reduce((acc, l) => acc.plus(amountOf(l.terms).times(l.quantity)), new D(0))
   const type = changeTypeOf(cost(ending.map((l) => ({ terms: l.price, quantity: l.quantity }))), cost(starting.map((l) => ({ terms: l.price as Record<string, unknown>, quantity: l.quantity }))))
   const warnings: string[] = []
