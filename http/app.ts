@@ -12,8 +12,6 @@ import { openApiRoutes } from './routes/openapi.ts'
 import { consoleMiddleware } from './console.ts'
 import { discardUnread } from './unread-body.ts'
 
-const VERSION = '0.1.0'
-
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
@@ -25,7 +23,7 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
     else deps.logger.warn({ err }, 'error after the response began')
   })
   const routes: Route[] = [...healthRoutes, ...roleRoutes]
-  routes.push(...openApiRoutes(() => routes, VERSION))
+  routes.push(...openApiRoutes(() => routes))
 
   app.use(async (ctx, next) => {
     const given = ctx.get('x-request-id')

@@ -26,7 +26,10 @@ function queryParameters(schema: JsonSchema | undefined): JsonSchema[] {
   return params
 }
 
-export function openApiDocument(routes: Route[], version: string): JsonSchema {
+/** The version of the interface the document describes: the spec's (its paths are under /v1). */
+const INTERFACE_VERSION = '1.0'
+
+export function openApiDocument(routes: Route[]): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {}
   for (const r of routes) {
     const pathParams = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
@@ -45,7 +48,7 @@ export function openApiDocument(routes: Route[], version: string): JsonSchema {
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'meterbill API', version },
+    info: { title: 'meterbill API', version: INTERFACE_VERSION },
     servers: [{ url: '/' }],
     security: [{ ApiKeyAuth: [] }],
     components: {

@@ -1,7 +1,7 @@
 import { defineRoute, type Route } from '../route.ts'
 import { openApiDocument } from '../openapi.ts'
 
-export const openApiRoutes = (all: () => Route[], version: string): Route[] => [
+export const openApiRoutes = (all: () => Route[]): Route[] => [
   defineRoute({
     method: 'GET',
     path: '/v1/openapi.json',
@@ -9,6 +9,6 @@ export const openApiRoutes = (all: () => Route[], version: string): Route[] => [
     tag: 'Meta',
     summary: 'This OpenAPI document, generated from the validating schemas',
     permission: 'public',
-    handler: async () => openApiDocument(all(), version),
+    handler: async () => openApiDocument(all()),
   }),
 ]

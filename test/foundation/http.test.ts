@@ -165,6 +165,8 @@ describe('HTTP conventions', () => {
   it('serves an OpenAPI document built from the validating schemas', async () => {
     const doc = await h.http('GET', '/v1/openapi.json', { key: null })
     expect(doc.status).toBe(200)
+    // The interface's version, the spec's: 1.0 (its paths under /v1).
+    expect(doc.body.info).toEqual({ title: 'meterbill API', version: '1.0' })
     const create = doc.body.paths['/v1/secrets/api/keys'].post
     expect(create.requestBody.content['application/json'].schema.required).toEqual(['name'])
     expect(create.requestBody.content['application/json'].schema.properties.roles.items.enum).toEqual(['admin', 'read', 'write', 'ingest'])
