@@ -98,7 +98,16 @@ describe('one customer, April, by source', () => {
     const r = await ok({ external_customer_id: ids.a, group_by: ['source'] })
     expect(r.currency).toBe('USD')
     expect(r.total_cost).toBe('32.8')
-    expect(r.custom_analytics).toEqual([])
+    // What a unit of each feature cost: calls 15.00 ÷ 250 = 0.06; tokens 2.80 ÷ 1.8 k tokens = 1.5555… → 1.5555555556
+    // (10 places, half up); images 15.00 ÷ 23 = 0.65217391304… → 0.652173913.
+    expect(r.custom_analytics).toHaveLength(3)
+    expect(r.custom_analytics).toEqual(
+      expect.arrayContaining([
+        { id: 'cost-per-unit', name: 'Cost per call', feature_name: 'API calls', type: 'feature', value: '0.06' },
+        { id: 'cost-per-unit', name: 'Cost per k token', feature_name: 'Tokens', type: 'feature', value: '1.5555555556' },
+        { id: 'cost-per-unit', name: 'Cost per unit', feature_name: 'Images', type: 'feature', value: '0.652173913' },
+      ]),
+    )
     expect(r.pagination).toEqual({ total: 5, limit: 50, offset: 0 })
     const rows = r.items.map((i: any) => [i.name, i.source, i.event_count, i.total_usage, i.total_cost])
     // Calls split 15.00 by usage 150 : 100; tokens 2.80 by 900 : 900; images all sdk.

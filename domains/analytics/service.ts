@@ -2,6 +2,7 @@
 // over a range and per window, and what it cost. Usage comes from the breakdown reads (domains/usage/analytics/store),
 // cost from the customers' subscription line items priced by the billing code (costs.ts), split over a meter's groups
 // by usage per window (core/analytics allocateByUsage), so a meter's items add up to what its lines bill.
+import { costPerUnit, type CustomAnalytic } from '../../core/analytics/cost-per-unit.ts'
 import { allocateByUsage } from '../../core/analytics/allocation.ts'
 import { AppError, serviceUnavailable, validationError } from '../../core/errors.ts'
 import { D, sumMoney, type Decimal } from '../../core/money.ts'
@@ -73,6 +74,8 @@ export interface Analytics {
   currency: string
   totalCost: Decimal
   items: AnalyticsItem[]
+  /** Figures derived per feature (custom_analytics): what a unit of it cost. */
+  custom: CustomAnalytic[]
   pagination: { total: number; limit: number; offset: number }
 }
 
@@ -308,7 +311,7 @@ function usageOfPage(r: AnalyticsRequest, customer: CustomerView, page: Breakdow
 export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsRequest): Promise<Analytics> {
   const resolved = await resolveRequest(deps, actor, r)
   const { keys, features, meters, query: q } = resolved
-  if (meters.length === 0) return { currency: '', totalCost: new D(0), items: [], pagination: { total: 0, limit: r.limit, offset: r.offset } }
+  if (meters.length === 0) return { currency: '', totalCost: new D(0), items: [], custom: [], pagination: { total: 0, limit: r.limit, offset: r.offset } }
   const byProperty = keys.some((k) => k.startsWith('properties.')) || Object.keys(r.propertyFilters ?? {}).length > 0
   // On the second connection: the breakdown runs while the cost reads usage on the first (chDB runs one statement per connection at a time).
   const ch = { ...deps.ch, client: deps.ch.reader }
@@ -361,5 +364,6 @@ export async function usageAnalytics(deps: Deps, actor: Actor, r: AnalyticsReque
     }
   }
   const totalCost = filtered ? sumMoney([...split.values()].flatMap((g) => g.cost)) : sumMoney([...costs.meters.values()].flatMap((m) => m.windows))
-  return { currency: costs.currency ?? '', totalCost, items, pagination: { total: page.total, limit: r.limit, offset: r.offset } }
+  const custom = costPerUnit(items.map((i) => ({ featureId: i.feature.id, featureName: i.feature.name, unitSingular: i.feature.unit_singular, reportingUnit: i.feature.reporting_unit, usage: i.totalUsage, cost: i.totalCost })))
+  return { currency: costs.currency ?? '', totalCost, items, custom, pagination: { total: page.total, limit: r.limit, offset: r.offset } }
 }

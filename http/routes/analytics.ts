@@ -122,7 +122,7 @@ const presentItem = (item: AnalyticsItem, currency: string, windowSize: WindowSi
 }
 
 const present = (a: Analytics, windowSize: WindowSize | undefined) =>
-  toWire({ currency: a.currency, total_cost: a.totalCost, custom_analytics: [], items: a.items.map((i) => presentItem(i, a.currency, windowSize)), pagination: a.pagination })
+  toWire({ currency: a.currency, total_cost: a.totalCost, custom_analytics: a.custom, items: a.items.map((i) => presentItem(i, a.currency, windowSize)), pagination: a.pagination })
 
 export const analyticsRoutes: Route[] = [
   defineRoute<AnalyticsBody>({
