@@ -1,9 +1,9 @@
 // Fields of the spec's responses that come from other records: a subscription's latest_invoice,
 // coupon_associations, credit_grants and plan_prices_out_of_sync; its line items' commitment_* fields;
-// a price's display_amount, pricing_unit and parent_price_id.
+// a price's display_amount, pricing_unit, display_price_unit_amount, parent_price_id and its meter and group.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
-import { customer, fixedPrice, plan, subscribed } from '../../test/catalog.ts'
+import { created, customer, fixedPrice, meter, plan, subscribed, usagePrice } from '../../test/catalog.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { call } from '../../test/wallets.ts'
 
@@ -25,11 +25,28 @@ describe('price response fields', () => {
     })
     const [seat, credits] = p.prices
     expect(seat).toMatchObject({ display_amount: '$12.00', pricing_unit: null, parent_price_id: null })
-    // 250 CRD at 0.01 USD each: 2.50 USD.
+    // 250 CRD at 0.01 USD each: 2.50 USD. A unit of the price's own (not in the catalog): no id, shown by its code.
     expect(credits).toMatchObject({ amount: '2.5', display_amount: '$2.50', pricing_unit: { code: 'CRD', base_currency: 'USD', conversion_rate: '0.01' } })
+    expect(credits).toMatchObject({ price_unit_id: null, display_price_unit_amount: '250 CRD' })
+    expect(seat).toMatchObject({ price_unit_id: null, display_price_unit_amount: null })
     expect(await call(h, 'GET', `/v1/prices/${seat.id}`)).toMatchObject({ display_amount: '$12.00', pricing_unit: null })
     const listed = (await call(h, 'GET', `/v1/prices?plan_ids=${p.id}`)).items
     expect(listed.map((x: any) => x.display_amount).sort()).toEqual(['$12.00', '$2.50'])
+  })
+})
+
+describe('a price embeds its meter and group', () => {
+  it('answers meter and group with the price on the price routes; null when it has none', async () => {
+    const m = await meter(h)
+    const group = await created(h, '/v1/groups', { name: 'Compute', entity_type: 'price' })
+    const p = await plan(h, { prices: [usagePrice(m.id, '0.02', { group_id: group.id }), fixedPrice('5.00')] })
+    const [usage, fixed] = p.prices
+    const got = await call(h, 'GET', `/v1/prices/${usage.id}`)
+    expect(got.meter).toMatchObject({ id: m.id, name: m.name, event_name: m.event_name, aggregation: { type: 'COUNT' } })
+    expect(got.group).toMatchObject({ id: group.id, name: 'Compute', entity_type: 'price', entity_ids: [usage.id] })
+    expect(await call(h, 'GET', `/v1/prices/${fixed.id}`)).toMatchObject({ meter: null, group: null })
+    const listed = (await call(h, 'GET', `/v1/prices?plan_ids=${p.id}`)).items
+    expect(listed.find((x: any) => x.id === usage.id)).toMatchObject({ meter: { id: m.id }, group: { id: group.id } })
   })
 })
 
