@@ -1,5 +1,6 @@
 // Flexprice's SDK against price units: the seven priceUnits methods, a price set in a unit of the catalog
-// (price_unit_config, as the SDK sends it) and what a caller reads back — only SDK calls.
+// (price_unit_config, as the SDK sends it), what a caller reads back and an invoice billed from it — SDK calls,
+// and plain HTTP for the fields the SDK cannot send (price_unit_id, conversion_rate on a price).
 import { describe, expect, it } from 'vitest'
 import { twoTenants } from '../catalog.ts'
 import { failure, sdk } from './client.ts'
@@ -90,5 +91,22 @@ describe('priceUnits', () => {
     // 7 TKN × 0.003 = 0.021 USD, rounded half up once: 0.02 USD; in the unit 0.02 ÷ 0.003 = 6.666… → 6.67 TKN.
     expect(invoice.total).toBe('0.02')
     expect(invoice.lineItems![0]).toMatchObject({ amount: '0.02', priceUnit: 'TKN', priceUnitId: unit.id, priceUnitAmount: '6.67' })
+  })
+
+  it("refuses a price whose currency or rate is not its unit's, and a unit that does not exist, naming the field", async () => {
+    const unit = await fp().priceUnits.createPriceUnit({ name: 'Points', code: 'PTS', symbol: 'P', baseCurrency: 'EUR', conversionRate: '0.1' })
+    const plan = await fp().plans.createPlan({ name: 'Points plan' })
+    const price = { entity_type: 'PLAN', entity_id: plan.id, type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', price_unit_type: 'CUSTOM', price_unit_amount: '10' }
+    const refused = async (body: Record<string, unknown>) => {
+      const res = await t.h.http('POST', '/v1/prices', { body: { ...price, ...body } })
+      return [res.status, Object.keys(res.body.details ?? {})]
+    }
+    expect(await refused({ currency: 'USD', price_unit_id: unit.id })).toEqual([400, ['currency']])
+    expect(await refused({ currency: 'EUR', price_unit: 'PTS', conversion_rate: '0.2' })).toEqual([400, ['conversion_rate']])
+    expect(await refused({ currency: 'EUR', price_unit_id: unit.id, price_unit: 'GEM' })).toEqual([400, ['price_unit']])
+    expect(await refused({ currency: 'EUR', price_unit_id: 'price_unit_nope' })).toEqual([404, ['id', 'price_unit_id']])
+    // The same rate, or none: the unit's is taken. 10 PTS × 0.1 = 1.00 EUR.
+    const made = await t.h.http('POST', '/v1/prices', { body: { ...price, currency: 'EUR', price_unit_id: unit.id, conversion_rate: '0.10' } })
+    expect([made.status, made.body.amount, made.body.price_unit, made.body.display_price_unit_amount]).toEqual([201, '1', 'PTS', 'P10'])
   })
 })
