@@ -4,6 +4,7 @@
 import { BILLING_PERIODS } from '../../core/periods.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { executePlanChange, previewPlanChange, type PlanChangeInput } from '../../domains/invoicing/changes/plan-change.ts'
+import { executeReset, previewReset } from '../../domains/invoicing/changes/plan-change-reset.ts'
 import { cancelSchedule, getSchedule, listSchedules, type ScheduleQuery } from '../../domains/invoicing/changes/schedules.ts'
 import { getPlanSync, planSyncChanges, startPlanSync, type SyncInput } from '../../domains/invoicing/changes/plan-sync.ts'
 import { filterSpec } from '../../infra/records.ts'
@@ -25,6 +26,7 @@ const changeBody: JsonSchema = {
     billing_cycle: { type: 'string', enum: ['anniversary', 'calendar'], description: "must be the subscription's: a change keeps the cycle" },
     billing_period: { type: 'string', enum: [...BILLING_PERIODS], description: "must be the subscription's" },
     billing_period_count: { type: 'integer', minimum: 1, maximum: 100, description: "must be the subscription's" },
+    billing_cycle_anchor: { type: 'string', enum: ['unchanged', 'now'], description: 'now: cancel and replace the subscription by one on the target plan anchored at the change (Flexprice re-anchors); default unchanged' },
     metadata: metadataSchema,
     version: versionField,
   },
@@ -71,7 +73,10 @@ export const planChangeRoutes: Route[] = [
           : 'Change the plan now (prorated as proration_behavior says) or at the end of the period (a schedule); bumps the version',
       permission: step === 'preview' ? 'read' : 'write',
       body: changeBody,
-      handler: ({ deps, actor, params, body }) => (step === 'preview' ? previewPlanChange : executePlanChange)(deps, actor, params.id, body),
+      handler: ({ deps, actor, params, body }) => {
+        const reset = body.billing_cycle_anchor === 'now'
+        return (step === 'preview' ? (reset ? previewReset : previewPlanChange) : reset ? executeReset : executePlanChange)(deps, actor, params.id, body)
+      },
     }),
   ),
   ...bothPrefixes('/v1/subscription-schedules').map((path) =>

@@ -233,3 +233,37 @@ describe('what follows the plan: entitlements and credit grants', () => {
     expect((await applications(newGrant.id))[0]).toEqual(['2024-06-15', 'applied'])
   })
 })
+
+describe('a plan change that resets the cycle (billing_cycle_anchor: now)', () => {
+  // July has 31 days; on 11 July 21 are left: Pro's unused rest 30.00 × 21/31 = 20.3225… → 20.32.
+  it('cancels the subscription with its credit and starts a new one on the target plan, anchored at the change', async () => {
+    clock.set('2024-07-01T00:00:00Z')
+    const sub = await subscribe(pro, { start_date: '2024-07-01T00:00:00Z' })
+    await job('billing-run')
+    clock.set('2024-07-11T00:00:00Z')
+    const body = change(business, { billing_cycle_anchor: 'now', proration_behavior: 'create_prorations' })
+    const preview = await post(`/v1/subscriptions/${sub.id}/change/preview`, body)
+    expect(preview.status, JSON.stringify(preview.body)).toBe(200)
+    expect([preview.body.proration_details.credit_amount, preview.body.new_billing_cycle.period_start, preview.body.new_billing_cycle.period_end]).toEqual(['20.32', '2024-07-11T00:00:00.000Z', '2024-08-11T00:00:00.000Z'])
+    // The new subscription's first invoice: its first period in advance.
+    const first = preview.body.next_invoice_preview
+    expect([first.billing_reason, first.total, first.line_items.map((l: any) => [l.description, l.amount, l.period_start, l.period_end])]).toEqual([
+      'SUBSCRIPTION_CREATE',
+      '90',
+      [['Business seat', '90', '2024-07-11T00:00:00.000Z', '2024-08-11T00:00:00.000Z']],
+    ])
+    expect((await get(`/v1/subscriptions/${sub.id}`)).body.subscription_status).toBe('active')
+
+    const done = await post(`/v1/subscriptions/${sub.id}/change/execute`, body)
+    expect(done.status, JSON.stringify(done.body)).toBe(200)
+    const successor = done.body.new_subscription
+    expect([done.body.old_subscription.status, successor.plan_id, successor.billing_anchor, successor.current_period_end]).toEqual(['cancelled', business, '2024-07-11T00:00:00.000Z', '2024-08-11T00:00:00.000Z'])
+    expect(successor.id).not.toBe(sub.id)
+    expect((await get(`/v1/subscriptions/${sub.id}`)).body.subscription_status).toBe('cancelled')
+    await job('billing-run')
+    // The old subscription's last invoice credits the unused rest; the new one bills its first period in advance.
+    const last = (await invoicesOf(sub.id)).at(-1)!
+    expect(lines(last).filter((l) => l[0] !== 'Pro calls')).toEqual([['Unused time on Pro seat from 2024-07-11', '1', '-20.32']])
+    expect(lines((await invoicesOf(successor.id))[0])).toEqual([['Business seat', '1', '90']])
+  })
+})

@@ -41,6 +41,8 @@ export interface PlanChangeInput {
   billing_cycle?: BillingCycle
   billing_period?: BillingPeriod
   billing_period_count?: number
+  /** now: the subscription is replaced by one anchored at the change (plan-change-reset.ts); default unchanged. */
+  billing_cycle_anchor?: 'unchanged' | 'now'
   metadata?: Record<string, string>
   version?: number
 }
@@ -75,7 +77,7 @@ function checkTerms(sub: Sub, input: PlanChangeInput): void {
 }
 
 /** Children bill through their parent, whose invoices would have to carry the change: refused rather than half done. */
-function checkChangeable(sub: Sub): void {
+export function checkChangeable(sub: Sub): void {
   assertLive(sub)
   if (sub.subscription_status === 'draft') throw invalidOperation(`subscription ${sub.id} is a draft; change its plan by creating it again, or activate it first`, { subscription_id: sub.id })
   if (sub.subscription_type === 'inherited' || sub.subscription_type === 'grouped_invoicing') {
@@ -154,8 +156,8 @@ function chargesOf(c: Change, ids: string[] = []) {
   return changeCharges(c.sub, [...endedRows(c), ...started], [c.at], c.behavior)
 }
 
-const planSummary = (p: OfferingRow) => ({ id: p.id, name: p.name, description: p.description, lookup_key: p.lookup_key })
-const subscriptionSummary = (s: Sub) => ({
+export const planSummary = (p: OfferingRow) => ({ id: p.id, name: p.name, description: p.description, lookup_key: p.lookup_key })
+export const subscriptionSummary = (s: Sub) => ({
   id: s.id,
   plan_id: s.plan_id,
   status: s.subscription_status,
