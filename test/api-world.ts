@@ -91,6 +91,7 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.connection = (await post('/v1/connections', { name: 'stripe', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test_x', webhook_secret: 'whsec_x' } } })).id
   ids.webhookEvent = (await call(h, key, 'GET', '/v1/webhooks/events?limit=1')).items[0].id
   ids.apiKey = (await post('/v1/secrets/api/keys', { name: unique('key'), roles: ['read'] })).secret.id
+  ids.simulation = (await post('/v1/pricing/simulations', { name: unique('sim'), ...RANGE(), candidate: { price_overrides: [{ price_id: ids.price, amount: '0.02' }] } })).id
   const envs = await call(h, key, 'GET', '/v1/environments')
   ids.environment = envs.items.find((e: { id: string }) => key === h.key ? e.id === h.tenant.environments.production : true)?.id ?? envs.items[0].id
   ids.environment2 = envs.items.find((e: { id: string }) => e.id !== ids.environment)?.id ?? ids.environment
@@ -251,6 +252,10 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/connections/search': [{ limit: 5 }],
     'POST /v1/events': [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 1 } }],
     'POST /v1/events/bulk': [{ events: [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 2 } }] }],
+    'POST /v1/pricing/simulations': [
+      { name: unique('sim'), ...RANGE(), customer_ids: [ids.customer], candidate: { price_overrides: [{ price_id: ids.price, billing_model: 'TIERED', tier_mode: 'SLAB', tiers: [{ up_to: 10, unit_amount: '0.01' }, { up_to: null, unit_amount: '0.005' }], allowance: 5 }] } },
+      { name: unique('sim'), ...RANGE(), candidate: { plan_id: ids.plan } },
+    ],
     // A record's DELETE takes an empty body (a field would be a later deletion, refused).
     ...Object.fromEntries(RECORD_DELETES.map((path) => [`DELETE ${path}`, [{}]])),
   }
@@ -311,6 +316,7 @@ const ID_KIND: [string, string][] = [
   ['/v1/webhooks/events/', 'webhookEvent'],
   ['/v1/webhooks/', 'webhookEvent'],
   ['/v1/connections/', 'connection'],
+  ['/v1/pricing/simulations/', 'simulation'],
 ]
 
 /** An operation's path with this world's values in it. */

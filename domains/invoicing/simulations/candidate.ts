@@ -12,6 +12,7 @@ import type { Db } from '../../../infra/postgres.ts'
 import { entitlementsOf, type EntitlementView } from '../../catalog/entitlements/service.ts'
 import { requireOffering } from '../../catalog/offerings/kinds.ts'
 import { pricesOf, priceWindows, requirePrice, type PriceRow } from '../../catalog/prices/service.ts'
+import { referenced } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
 import { lineItemFields } from '../../subscriptions/line-items.ts'
 import type { LineItemRow } from '../../subscriptions/read.ts'
@@ -89,9 +90,7 @@ async function prepareOverrides(db: Db, scope: Scope, overrides: PriceOverride[]
   for (const [i, o] of overrides.entries()) {
     const field = `candidate.price_overrides[${i}]`
     if (prepared.has(o.price_id)) throw validationError(`${field}.price_id`, 'names a price already overridden')
-    const price = await requirePrice(db, scope, o.price_id).catch(() => {
-      throw validationError(`${field}.price_id`, `price ${o.price_id} not found`)
-    })
+    const price = await referenced(`${field}.price_id`, requirePrice(db, scope, o.price_id))
     if (currency && price.currency !== currency) throw validationError(`${field}.price_id`, `is in ${price.currency}; the other prices are in ${currency}: a simulation compares one currency`)
     currency = price.currency
     if (o.allowance !== undefined && price.type !== 'USAGE') throw validationError(`${field}.allowance`, 'only a USAGE price has an allowance')
@@ -103,9 +102,7 @@ async function prepareOverrides(db: Db, scope: Scope, overrides: PriceOverride[]
 }
 
 async function preparePlan(db: Db, scope: Scope, planId: string): Promise<Candidate> {
-  const plan = await requireOffering(db, scope, 'PLAN', planId).catch(() => {
-    throw validationError('candidate.plan_id', `plan ${planId} not found`)
-  })
+  const plan = await referenced('candidate.plan_id', requireOffering(db, scope, 'PLAN', planId))
   const prices = await pricesOf(db, scope, [plan.id])
   const currencies = [...new Set(prices.map((p) => p.currency))]
   if (currencies.length !== 1) throw validationError('candidate.plan_id', currencies.length === 0 ? 'the plan has no prices' : `the plan has prices in ${currencies.join(', ')}: a simulation compares one currency`)

@@ -1,7 +1,7 @@
 // Pricing simulations (backtesting a price list on past usage): asked for, read with their progress and totals,
 // their customers a page at a time, and the same as CSV rows. The run itself is in run.ts: it starts in the
 // process that was asked, at once, and the worker's job takes over one whose process stopped.
-import { invalidOperation, notFound, validationError } from '../../../core/errors.ts'
+import { AppError, invalidOperation, notFound, validationError } from '../../../core/errors.ts'
 import type { CsvColumn, CsvValue } from '../../../core/csv.ts'
 import { differencePercent } from '../../../core/billing/simulation.ts'
 import { newId } from '../../../core/ids.ts'
@@ -59,8 +59,8 @@ export async function createSimulation(deps: Deps, actor: Actor, input: CreateSi
   const candidate = await prepareCandidate(deps.sql, actor, input.candidate)
   if (input.customer_ids) {
     const found = new Set((await customerViews(deps.sql, actor, input.customer_ids)).map((c) => c.id))
-    const missing = input.customer_ids.find((id) => !found.has(id))
-    if (missing) throw validationError('customer_ids', `customer ${missing} not found`)
+    const missing = input.customer_ids.findIndex((id) => !found.has(id))
+    if (missing >= 0) throw new AppError('not_found', `customer_ids[${missing}]: customer ${input.customer_ids[missing]} not found`, { id: input.customer_ids[missing], [`customer_ids[${missing}]`]: input.customer_ids[missing] })
   }
   const row = await store.insertSimulation(deps.sql, {
     id: newId('sim'),

@@ -174,17 +174,17 @@ describe('pricing simulation', () => {
   })
 
   it('refuses bad input with the field named, and keeps simulations to their tenant', async () => {
-    const cases: [Record<string, unknown>, string][] = [
-      [{ ...WINDOW, end_time: WINDOW.start_time, candidate: usageOnly({ amount: '1' }) }, 'end_time'],
-      [{ ...WINDOW, candidate: { price_overrides: [{ price_id: 'price_nope', amount: '1' }] } }, 'candidate.price_overrides[0].price_id'],
-      [{ ...WINDOW, candidate: usageOnly({ billing_model: 'TIERED' }) }, 'candidate.price_overrides[0].tier_mode'],
-      [{ ...WINDOW, candidate: { price_overrides: [{ price_id: fixedId, allowance: 5 }] } }, 'candidate.price_overrides[0].allowance'],
-      [{ ...WINDOW, candidate: { plan_id: 'plan_nope' } }, 'candidate.plan_id'],
-      [{ ...WINDOW, customer_ids: ['cus_nope'], candidate: usageOnly({ amount: '1' }) }, 'customer_ids'],
+    const cases: [Record<string, unknown>, number, string][] = [
+      [{ ...WINDOW, end_time: WINDOW.start_time, candidate: usageOnly({ amount: '1' }) }, 400, 'end_time'],
+      [{ ...WINDOW, candidate: usageOnly({ billing_model: 'TIERED' }) }, 400, 'candidate.price_overrides[0].tier_mode'],
+      [{ ...WINDOW, candidate: { price_overrides: [{ price_id: fixedId, allowance: 5 }] } }, 400, 'candidate.price_overrides[0].allowance'],
+      [{ ...WINDOW, candidate: { price_overrides: [{ price_id: 'price_nope', amount: '1' }] } }, 404, 'candidate.price_overrides[0].price_id'],
+      [{ ...WINDOW, candidate: { plan_id: 'plan_nope' } }, 404, 'candidate.plan_id'],
+      [{ ...WINDOW, customer_ids: [subs.plain.customer_id, 'cus_nope'], candidate: usageOnly({ amount: '1' }) }, 404, 'customer_ids[1]'],
     ]
-    for (const [body, field] of cases) {
+    for (const [body, status, field] of cases) {
       const res = await post('/v1/pricing/simulations', { name: 'bad', ...body })
-      expect([res.status, res.body.code, Object.keys(res.body.details ?? {})], JSON.stringify(body)).toEqual([400, 'validation_error', [field]])
+      expect([res.status, res.body.code, field in (res.body.details ?? {})], JSON.stringify(res.body)).toEqual([status, status === 404 ? 'not_found' : 'validation_error', true])
     }
     const both = await post('/v1/pricing/simulations', { name: 'bad', ...WINDOW, candidate: { plan_id: P.id, ...usageOnly({ amount: '1' }) } })
     expect(both.status).toBe(400)
@@ -192,7 +192,7 @@ describe('pricing simulation', () => {
     const other = (await h.newTenant()).apiKey
     expect((await h.http('GET', `/v1/pricing/simulations/${sim.id}`, { key: other })).status).toBe(404)
     expect((await h.http('GET', `/v1/pricing/simulations/${sim.id}/customers`, { key: other })).status).toBe(404)
-    expect((await post('/v1/pricing/simulations', { name: 'x', ...WINDOW, candidate: usageOnly({ amount: '1' }) }, other)).status).toBe(400)
+    expect((await post('/v1/pricing/simulations', { name: 'x', ...WINDOW, candidate: usageOnly({ amount: '1' }) }, other)).status).toBe(404)
   })
 
   it('the pricing-simulations job runs again one left running by a stopped process, from the start', async () => {
