@@ -100,12 +100,27 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
    * a broker was away) learns it before it inserts, instead of inserting what the partition's new owner reads again.
    */
   const proven = new Set<number>()
+  /**
+   * This member's id in the group. A member keeps it through rebalances it takes part in, and nobody else holds its
+   * partitions in between; one removed from the group (its session timed out) joins again with a new id, and the
+   * generations it missed may have given its partitions to others, whose inserts its filters then lack.
+   */
+  let memberId: string | undefined
+  /** When a commit last succeeded (ms): this member was in the group's current generation then. */
+  let memberAt = Date.now()
+  const committed = async (offsets: { topic: string; partition: number; offset: string }[]): Promise<void> => {
+    await consumer.commitOffsets(offsets)
+    memberAt = Date.now()
+  }
   consumer.on(consumer.events.REBALANCING, () => gate.rebalancing())
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     const partitions = payload.memberAssignment[kafka.topic] ?? []
+    const missedSince = memberId !== undefined && payload.memberId !== memberId ? memberAt : undefined
+    memberId = payload.memberId
+    deps.logger.debug({ partitions, memberId, missedSince }, 'partitions assigned')
     proven.clear()
     gate.assigned(partitions)
-    void filter.assign(partitions).catch((err: unknown) => deps.logger.warn({ err }, 'dedup filter: assignment not applied'))
+    void filter.assign(partitions, { missedSince }).catch((err: unknown) => deps.logger.warn({ err }, 'dedup filter: assignment not applied'))
   })
 
   /**
@@ -194,14 +209,18 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
         let ahead: InFlight[]
         let prepared: ChunkRows
         let current: number
+        let assignment: number
         do {
           current = run
+          assignment = gate.current()
           ahead = pipeline.filter((e) => e.thread === t)
           prepared = await prepareChunk(deps, t.calls, c, policy, { pending: ahead.map((e) => e.id), filter: filter.of(b.partition) })
-          // A failure meanwhile: the ids taken as stored were not; classify again.
-        } while (current !== run)
+          // A failure meanwhile: the ids taken as stored were not; classify again. An assignment meanwhile: the lookup
+          // must be of one assignment, the one the insert is made in.
+        } while (current !== run || assignment !== gate.current())
         // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
         if (stopping || !isRunning() || isStale()) return
+        deps.logger.debug({ ...range, run, ahead: ahead.length, ...prepared.result }, 'usage batch prepared')
         const previous = pipeline.at(-1)
         const done = (async () => {
           // A chunk is inserted only once the one before it is stored (and so every one before that).
@@ -209,9 +228,9 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           // Ids a chunk ahead could not store after all were taken as stored: classify again.
           const refusedAhead = (await Promise.all(ahead.map((e) => e.done))).some((r) => r.refused > 0)
           const ready = refusedAhead ? await prepareChunk(deps, t.calls, c, policy, { filter: filter.of(b.partition) }) : prepared
-          await gate.enter(range.partition)
+          await gate.enter(range.partition, assignment)
           if (!proven.has(range.partition)) {
-            await consumer.commitOffsets([{ topic: b.topic, partition: range.partition, offset: range.first }])
+            await committed([{ topic: b.topic, partition: range.partition, offset: range.first }])
             proven.add(range.partition)
           }
           const { refused, ...result } = await storeChunk(deps, t.calls, c.id, ready, `kafka:${b.topic}:${range.partition}:${range.first}-${range.last}`, 'kafka', policy)
@@ -219,8 +238,8 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
           deps.logger.debug({ ...range, ...result, refused: refused.length }, 'usage batch stored')
           await options.afterInsert?.(range)
           // A late commit of a partition that moved would move its new owner's offset back.
-          await gate.enter(range.partition)
-          await consumer.commitOffsets([{ topic: b.topic, partition: b.partition, offset: (BigInt(range.last) + 1n).toString() }])
+          await gate.enter(range.partition, assignment)
+          await committed([{ topic: b.topic, partition: b.partition, offset: (BigInt(range.last) + 1n).toString() }])
           proven.add(range.partition)
           return { refused: refused.length }
         })()

@@ -117,6 +117,29 @@ describe('dedup filter', () => {
     await restarted.stop()
   })
 
+  it('adds the ids stored since a member last knew itself in the group when it joins again with a new member id', async () => {
+    const [rejoined, unaware] = [dedupFilter(running.deps, source('rejoined')), dedupFilter(running.deps, source('unaware'))]
+    for (const filter of [rejoined, unaware]) {
+      await filter.assign([0, 1])
+      await found(filter, 0, uuids(1))
+      await found(filter, 1, uuids(1))
+    }
+    const lastCommit = Date.now()
+    // Removed from the group (its session timed out), the member's partitions went to another for a generation, which
+    // stored these; its filters never saw them, and a miss is trusted.
+    const byAnother = uuids(12)
+    await store(byAnother)
+    // It joins again holding partition 0 only: that filter catches up; partition 1's is let go without a snapshot.
+    await rejoined.assign([0], { missedSince: lastCommit })
+    await unaware.assign([0])
+    expect(await found(rejoined, 0, [...byAnother, ...uuids(3)])).toEqual([...byAnother].sort())
+    expect(await found(unaware, 0, byAnother)).toEqual([])
+    expect(rejoined.held().map((h) => h.partition)).toEqual([0])
+    expect(existsSync(join(config.dataDir, 'dedup-filter', 'rejoined', '1.bloom'))).toBe(false)
+    expect(existsSync(join(config.dataDir, 'dedup-filter', 'unaware', '1.bloom'))).toBe(true)
+    await Promise.all([rejoined.stop(), unaware.stop()])
+  })
+
   it('rebuilds from event_ids when its snapshot was made for another partition count', async () => {
     const ids = uuids(10)
     await store(ids, scope, customerOf(0))

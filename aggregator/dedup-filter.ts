@@ -46,8 +46,12 @@ export interface PartitionLookup {
 export interface DedupFilter {
   /** The partition's lookup; its filter is loaded at the first lookup (which waits for it). */
   of(partition: number): PartitionLookup
-  /** The partitions this process holds now: the others' filters are written to their snapshots and let go. */
-  assign(partitions: number[]): Promise<void>
+  /**
+   * The partitions this process holds now: the others' filters are written to their snapshots and let go. `missedSince`
+   * (ms): this process may have missed generations of the group since then (another member may have held its partitions
+   * meanwhile): the filters kept add the ids stored since, and the others are let go without a snapshot.
+   */
+  assign(partitions: number[], options?: { missedSince?: number }): Promise<void>
   /** Partitions held and their filters' sizes, for health and metrics. */
   held(): { partition: number; ids: number; bytes: number; state: 'loading' | 'ready' | 'failed' }[]
   /** Writes the snapshots of the partitions held and ends the background work. */
@@ -350,6 +354,18 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config' | 'metri
     return h
   }
 
+  /**
+   * Adds to a held filter the ids stored since `since` (after the barrier, as a load): lookups wait for it. When it fails
+   * the next lookup is exact and the filter is loaded again.
+   */
+  const catchUp = (h: Held, since: number): void => {
+    h.ready = h.ready.then(async () => {
+      await insertsBegunBefore()
+      if (h.bloom) await topUp(h.bloom, since)
+    })
+    h.ready.catch((err: unknown) => (h.failed = err as Error))
+  }
+
   /** Replaces a full or old filter with one read anew, in the background; lookups go on with the old one meanwhile. */
   const rebuild = (h: Held): void => {
     if (h.rebuilding || stopped.signal.aborted) return
@@ -403,10 +419,22 @@ export function dedupFilter(deps: Pick<Deps, 'ch' | 'logger' | 'config' | 'metri
         },
       }
     },
-    async assign(partitions) {
+    async assign(partitions, { missedSince } = {}) {
+      const keep = new Set(partitions)
+      // At once, before a lookup of the new assignment: it must not use a filter without the ids stored meanwhile.
+      if (missedSince !== undefined) {
+        for (const [p, h] of held) {
+          if (keep.has(p)) catchUp(h, missedSince)
+          else {
+            // Its snapshot would claim the ids of the time it is written.
+            held.delete(p)
+            metrics.dedupFilterIds.remove({ partition: String(p) })
+            metrics.dedupFilterBytes.remove({ partition: String(p) })
+          }
+        }
+      }
       // Partitions added to the topic move customers: a filter built for another count no longer holds its partition's ids.
       const count = held.size > 0 ? await source.partitions() : 0
-      const keep = new Set(partitions)
       for (const [p, h] of held) {
         if (keep.has(p) && (h.count === 0 || h.count === count || h.failed)) continue
         held.delete(p)

@@ -422,7 +422,7 @@ describe.skipIf(!ENABLED)('the processes of a deployment through faults', () => 
         KAFKA_MIN_INSYNC_REPLICAS: '2',
         BOOTSTRAP_API_KEY: bootstrapKey,
         SECRETS_ENCRYPTION_KEY: secretsKey,
-        LOG_LEVEL: 'warn',
+        LOG_LEVEL: process.env.MULTIPROCESS_LOG_LEVEL ?? 'warn',
         METER_BACKFILL_SETTLE_SECONDS: '0',
         ...extra,
       }
