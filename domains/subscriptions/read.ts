@@ -27,10 +27,13 @@ export interface SubscriptionView extends store.SubscriptionRow {
 
 /**
  * A line item as answered: Flexprice's per-line commitment fields are empty, since a commitment here is the
- * subscription's (commitment_amount, overage_factor, enable_true_up) over its usage lines together.
+ * subscription's (commitment_amount, overage_factor, enable_true_up) over its usage lines together; a price unit's
+ * code and id are its price snapshot's (null for a fiat price).
  */
 const lineItemView = (row: store.LineItemRow) => ({
   ...row,
+  price_unit: (row.price.price_unit as string | undefined) ?? null,
+  price_unit_id: (row.price.price_unit_id as string | undefined) ?? null,
   commitment_amount: null,
   commitment_quantity: null,
   commitment_type: null,

@@ -66,7 +66,7 @@ describe('subscription response fields', () => {
     expect(got.latest_invoice).toMatchObject({ subscription_id: sub.id, billing_reason: 'SUBSCRIPTION_CREATE', total: '18' })
     expect(got.coupon_associations).toHaveLength(1)
     expect(got.coupon_associations[0]).toMatchObject({ coupon_id: coupon.id, subscription_id: sub.id, coupon: { id: coupon.id, percentage_off: '10' } })
-    expect(got.line_items[0]).toMatchObject({ commitment_amount: null, commitment_type: null, commitment_true_up_enabled: false, commitment_windowed: false })
+    expect(got.line_items[0]).toMatchObject({ commitment_amount: null, commitment_type: null, commitment_true_up_enabled: false, commitment_windowed: false, price_unit: null, price_unit_id: null })
 
     // A new price on the plan: the subscription's lines no longer match its plan.
     await call(h, 'POST', '/v1/prices', { ...fixedPrice('5.00'), plan_id: p.id }, 201)

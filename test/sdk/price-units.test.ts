@@ -86,6 +86,7 @@ describe('priceUnits', () => {
     })
     const customer = await fp().customers.createCustomer({ externalId: 'sdk-unit-cust' })
     const sub = await fp().subscriptions.createSubscription({ customerId: customer.id!, planId: plan.id!, currency: 'USD', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY' })
+    expect((await fp().subscriptions.getSubscription(sub.id!)).lineItems![0]).toMatchObject({ priceUnit: 'TKN', priceUnitId: unit.id })
     await runNamedJob(t.h, 'billing-run')
     const [invoice] = (await fp().invoices.queryInvoice({ subscriptionId: sub.id })).items!
     // 7 TKN × 0.003 = 0.021 USD, rounded half up once: 0.02 USD; in the unit 0.02 ÷ 0.003 = 6.666… → 6.67 TKN.
