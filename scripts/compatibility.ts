@@ -64,6 +64,9 @@ function sdkOperations(): Operation[] {
 const segments = (path: string): string[] => path.split('/').filter(Boolean)
 const isParam = (segment: string): boolean => /^\{\w+\}$|^:\w+$/.test(segment)
 
+/** The summary's generated line: the groups with methods not yet offered, and how many. */
+const NOT_YET_LINE = 'Not yet offered, by group:'
+
 const RECORD_ID = /^(\{id\}|:id)$/
 
 /**
@@ -120,7 +123,7 @@ function parse(page: string): Page {
   const summaryText = lines.slice(summary + 1, methods)
   const parsed: Page = {
     preamble: lines.slice(0, summary),
-    summaryAfter: summaryText.slice(summaryText.findLastIndex((l) => l.startsWith('|')) + 1),
+    summaryAfter: summaryText.slice(summaryText.findLastIndex((l) => l.startsWith('|')) + 1).filter((l) => !l.startsWith(NOT_YET_LINE)).join('\n').replace(/^\n+/, '').split('\n'),
     methodsIntro: lines.slice(methods + 1, firstGroup < 0 ? lines.length : firstGroup),
     groups: new Map(),
     rows: new Map(),
@@ -181,7 +184,11 @@ export function compatibilityPage(page: string, routes: Pick<Route, 'method' | '
     if (these.length) out.push(`| ${status} | ${these.length} | ${these.filter((e) => e.routed).length} |`)
   }
   const routed = entries.filter((e) => e.routed).length
-  out.push(`| **all** | **${entries.length}** | **${routed} (${percent(routed, entries.length)})** |`, ...summaryAfter, '## Method by method', ...methodsIntro)
+  out.push(`| **all** | **${entries.length}** | **${routed} (${percent(routed, entries.length)})** |`)
+  const notYet = new Map<string, number>()
+  for (const e of entries) if (e.row.status === 'not yet') notYet.set(e.op.group, (notYet.get(e.op.group) ?? 0) + 1)
+  const byCount = [...notYet].sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1)).map(([group, n]) => `${group} ${n}`)
+  out.push('', `${NOT_YET_LINE} ${byCount.join(', ') || 'none'}.`, '', ...summaryAfter, '## Method by method', ...methodsIntro)
   for (const name of order) {
     const group = groups.get(name) ?? { heading: name, suffix: '', before: [''], after: [''] }
     const these = entries.filter((e) => e.op.group === name).sort((a, b) => byRequest(a.op, b.op))
