@@ -31,6 +31,8 @@ export interface FakeQuickbooks {
   dropAfterAccept: Set<string>
   /** Called when such a create was accepted, before the connection is dropped (a crash test kills its worker here). */
   onDrop?: (entity: string) => void
+  /** A payment received in QuickBooks itself (a check entered there) against its invoices: the Payment's id. */
+  receivePayment(lines: { invoiceId: string; amount: number }[], currency?: string): string
   stop(): Promise<void>
 }
 
@@ -80,6 +82,12 @@ export async function startFakeQuickbooks(options: { realm?: string } = {}): Pro
     creates: [],
     down: false,
     dropAfterAccept: new Set(),
+    receivePayment: (lines, currency = 'USD') => {
+      const customer = fake.entities.Invoice.get(lines[0].invoiceId)!.CustomerRef
+      const total = lines.reduce((sum, l) => sum.plus(String(l.amount)), new D(0)).toNumber()
+      const body = { CustomerRef: customer, CurrencyRef: { value: currency }, TotalAmt: total, Line: lines.map((l) => ({ Amount: l.amount, LinkedTxn: [{ TxnId: l.invoiceId, TxnType: 'Invoice' }] })) }
+      return make('Payment', body).Id
+    },
     stop: async () => {},
   }
   const income: Entity = { Id: nextId(), Name: 'Services', AccountType: 'Income', Active: true }
@@ -160,7 +168,7 @@ export async function startFakeQuickbooks(options: { realm?: string } = {}): Pro
       fake.refreshToken = `AB11fake-refresh-${nextId()}`
       return json(res, 200, { token_type: 'bearer', access_token: access, expires_in: 3600, refresh_token: fake.refreshToken, x_refresh_token_expires_in: 8726400 })
     }
-    const m = /^\/v3\/company\/([^/]+)\/(\w+)$/.exec(url.pathname)
+    const m = /^\/v3\/company\/([^/]+)\/(\w+)(?:\/(\w+))?$/.exec(url.pathname)
     if (!m) return json(res, 404, { Fault: { Error: [{ Message: 'Not found', code: '404' }] } })
     const token = req.headers.authorization?.replace(/^Bearer /, '')
     if (!token || !accessTokens.has(token)) return json(res, 401, { Fault: { Error: [{ Message: 'message=AuthenticationFailed; errorCode=003200; statusCode=401', code: '3200' }], type: 'AUTHENTICATION' } })
@@ -168,6 +176,11 @@ export async function startFakeQuickbooks(options: { realm?: string } = {}): Pro
     try {
       if (req.method === 'GET' && m[2] === 'query') return json(res, 200, query(url.searchParams.get('query') ?? ''))
       const entity = ENTITY_NAMES[m[2]]
+      if (req.method === 'GET' && entity && m[3]) {
+        const found = fake.entities[entity].get(m[3])
+        if (!found) throw new Fault(400, 'Object Not Found', '610', `${entity} ${m[3]}`)
+        return json(res, 200, { [entity]: found, time: new Date().toISOString() })
+      }
       if (req.method !== 'POST' || !entity) throw new Fault(400, 'Unsupported Operation', '500', `${req.method} ${m[2]}`)
       const requestid = url.searchParams.get('requestid')
       fake.creates.push({ entity, requestid })

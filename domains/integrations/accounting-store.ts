@@ -49,6 +49,8 @@ export async function enqueueAccounting(db: Db, now: Date): Promise<number> {
     SELECT s.connection_id, 'payment', p.id, s.invoice_id, s.tenant_id, s.environment_id, s.provider_type, 'PENDING', ${now}, ${now}, ${now}
     FROM accounting_syncs s
     JOIN payments p ON p.destination_id = s.invoice_id AND p.payment_status = 'SUCCEEDED' AND p.amount > 0 AND p.status = 'published'
+      -- A payment QuickBooks reported (its webhooks) is there already: pushed back, it would be paid twice.
+      AND p.payment_gateway IS DISTINCT FROM 'quickbooks'
     WHERE s.entity_type = 'invoice'
     ON CONFLICT DO NOTHING RETURNING entity_id`
   return invoices.length + notes.length + payments.length
@@ -99,4 +101,10 @@ export async function retryAccounting(db: Db, scope: Scope, invoiceId: string, n
   await db`UPDATE accounting_syncs SET sync_status = 'PENDING', attempts = 0, next_attempt_at = ${now}, updated_at = ${now}
     WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND invoice_id = ${invoiceId}
       AND sync_status IN ('PENDING', 'FAILED')`
+}
+
+/** Our record that a connection's accounting record (an invoice, a payment we pushed) is, by its QuickBooks id. */
+export async function recordOfExternal(db: Db, connectionId: string, entityType: 'invoice' | 'payment', externalId: string): Promise<string | undefined> {
+  const [row] = await db`SELECT entity_id FROM accounting_syncs WHERE connection_id = ${connectionId} AND entity_type = ${entityType} AND external_id = ${externalId}`
+  return row?.entity_id as string | undefined
 }

@@ -34,7 +34,7 @@ interface Company {
 }
 
 /** Opens the session; the rotated refresh token is stored (sealed) before anything is pushed with it. */
-async function open(deps: Deps, connection: ConnectionRow): Promise<Company> {
+export async function open(deps: Deps, connection: ConnectionRow): Promise<Company> {
   const secrets = unseal<qbo.QuickbooksSecrets>(deps.config, connection.id, connection.encrypted_secret_data)
   const { session, refreshToken } = await qbo.openSession({ id: connection.id, api_base_url: connection.api_base_url, secrets })
   if (refreshToken !== secrets.refresh_token) await saveSecrets(deps.sql, connection.id, seal(deps.config, connection.id, { ...secrets, refresh_token: refreshToken }))

@@ -398,7 +398,11 @@ describe('callbacks', () => {
     const { tenant_id, environment_id } = connection
     const wrong = [`/v1/webhooks/stripe/tenant_nope/${environment_id}`, `/v1/webhooks/stripe/${tenant_id}/env_nope`, `/v1/webhooks/paypal/${tenant_id}/${environment_id}`]
     const answers = await Promise.all(wrong.map((path) => notify(paid, { path })))
-    expect(answers.map((a) => [a.status, a.body.message])).toEqual(wrong.map(() => [404, 'no payment provider connection receives notifications at this address']))
+    expect(answers.map((a) => [a.status, a.body.message])).toEqual([
+      [404, 'no stripe connection receives notifications at this address'],
+      [404, 'no stripe connection receives notifications at this address'],
+      [404, 'paypal is not connected: notifications are taken from stripe and quickbooks connections only'],
+    ])
 
     const after = await invoice(inv.id)
     expect([after.payment_status, after.amount_paid, after.version]).toEqual(['PENDING', '0', version])

@@ -14,7 +14,7 @@ export type PaymentProviderType = (typeof PAYMENT_PROVIDER_TYPES)[number]
 /** A connection's secrets per provider: those it cannot work without, and the others it takes. */
 export const SECRET_FIELDS: Record<ProviderType, { required: readonly string[]; optional: readonly string[] }> = {
   stripe: { required: ['secret_key', 'webhook_secret'], optional: ['publishable_key', 'account_id'] },
-  quickbooks: { required: ['client_id', 'client_secret', 'refresh_token', 'realm_id'], optional: ['token_url'] },
+  quickbooks: { required: ['client_id', 'client_secret', 'refresh_token', 'realm_id'], optional: ['token_url', 'webhook_verifier_token'] },
 }
 
 export interface ProviderSecrets {

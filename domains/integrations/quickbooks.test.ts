@@ -59,12 +59,14 @@ describe('a QuickBooks connection', () => {
     expect((await call(h, 'GET', '/v1/connections')).pagination.total).toBe(before)
   })
 
-  it('is made with its secrets never returned and no callback address; the integration-secret calls see it', async () => {
+  it('is made with its secrets never returned; the integration-secret calls see it', async () => {
     const made = await call(h, 'POST', '/v1/connections', { name: 'QuickBooks', provider_type: 'quickbooks', encrypted_secret_data: { quickbooks: secrets() }, api_base_url: qbo.url }, 201)
     connectionId = made.id
-    expect([made.provider_type, made.webhook_url, made.encrypted_secret_data]).toEqual(['quickbooks', null, undefined])
+    expect([made.provider_type, made.webhook_url, made.encrypted_secret_data]).toEqual(['quickbooks', `/v1/webhooks/quickbooks/${made.tenant_id}/${made.environment_id}`, undefined])
     expect(JSON.stringify(await call(h, 'GET', `/v1/connections/${made.id}`))).not.toContain(qbo.clientSecret)
-    expect((await h.http('POST', `/v1/webhooks/quickbooks/${made.tenant_id}/${made.environment_id}`, { key: null, raw: '{}' })).status).toBe(404)
+    // Without the app's verifier token its notifications cannot be checked: refused (quickbooks-inbound.test.ts takes them).
+    const unsigned = await h.http('POST', `/v1/webhooks/quickbooks/${made.tenant_id}/${made.environment_id}`, { key: null, raw: '{}' })
+    expect([unsigned.status, unsigned.body.details]).toEqual([401, { reason: 'no verifier token' }])
     expect(await call(h, 'GET', '/v1/secrets/integrations/by-provider/quickbooks')).toMatchObject({ id: made.id, provider: 'quickbooks', type: 'integration' })
     expect((await call(h, 'GET', '/v1/secrets/integrations/linked')).providers).toEqual(['quickbooks'])
     const foreign = await h.http('POST', '/v1/secrets/integrations/create/quickbooks', { body: { name: 'QuickBooks', credentials: { secret_key: 'sk_test_x' } } })

@@ -19,6 +19,8 @@ export interface QuickbooksSecrets {
   realm_id: string
   /** Intuit's token endpoint; another for a proxy or a test server. */
   token_url?: string
+  /** The app's webhook verifier token: QuickBooks' notifications are signed with it (none: they are refused). */
+  webhook_verifier_token?: string
 }
 
 export interface QuickbooksSession {
@@ -90,6 +92,14 @@ export async function findOne(session: QuickbooksSession, entity: QboEntity, que
   const found = answer.QueryResponse?.[entity]
   const id = Array.isArray(found) ? (found[0] as { Id?: unknown } | undefined)?.Id : undefined
   return typeof id === 'string' ? id : undefined
+}
+
+/** One record by its id (a Payment a notification names), as QuickBooks answers it. */
+export async function read(session: QuickbooksSession, entity: QboEntity, id: string): Promise<unknown> {
+  const url = `${session.base}/${entity.toLowerCase()}/${encodeURIComponent(id)}?${new URLSearchParams({ minorversion: MINOR_VERSION })}`
+  const answer = await send(url, { headers: headers(session) }, `read ${entity} ${id}`)
+  if (!answer[entity]) throw new ProviderError(`quickbooks read ${entity} ${id} answered no ${entity}`)
+  return answer[entity]
 }
 
 /**

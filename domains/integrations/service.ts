@@ -52,12 +52,12 @@ export interface UpdateConnectionInput {
   version?: number
 }
 
-/** A connection as the API shows it: never its secrets; where a payment provider sends its notifications (null for QuickBooks, which sends none we use). */
-export type ConnectionView = Omit<store.ConnectionRow, 'encrypted_secret_data'> & { webhook_url: string | null }
+/** A connection as the API shows it: never its secrets; where the provider sends its notifications (Stripe's events, QuickBooks' webhooks). */
+export type ConnectionView = Omit<store.ConnectionRow, 'encrypted_secret_data'> & { webhook_url: string }
 
 const viewOf = ({ encrypted_secret_data: _secret, ...row }: store.ConnectionRow): ConnectionView => ({
   ...row,
-  webhook_url: Object.hasOwn(PROVIDERS, row.provider_type) ? `/v1/webhooks/${row.provider_type}/${row.tenant_id}/${row.environment_id}` : null,
+  webhook_url: `/v1/webhooks/${row.provider_type}/${row.tenant_id}/${row.environment_id}`,
 })
 
 /** Invoices go out and payments come in unless the sync config turns a direction off. */
@@ -380,9 +380,11 @@ async function applySetup(deps: Deps, tx: Tx, scope: Scope, connection: store.Co
  */
 export async function receiveNotification(deps: Deps, input: Notification): Promise<{ received: true; duplicate: boolean; outcome?: string; invoice_id?: string }> {
   const adapter = Object.hasOwn(PROVIDERS, input.provider) ? PROVIDERS[input.provider as PaymentProviderType] : undefined
+  // Razorpay, Chargebee, HubSpot, Moyasar, Nomod (Flexprice's others): no connection of theirs can exist here.
+  if (!adapter) throw new AppError('not_found', `${input.provider} is not connected: notifications are taken from stripe and quickbooks connections only`, { provider: input.provider, supported: [...PROVIDER_TYPES] })
   const scope: Scope = { tenantId: input.tenantId, environmentId: input.environmentId }
-  const connection = adapter && (await store.connectionAt(deps.sql, scope, input.provider))
-  if (!adapter || !connection) throw new AppError('not_found', 'no payment provider connection receives notifications at this address')
+  const connection = await store.connectionAt(deps.sql, scope, input.provider)
+  if (!connection) throw new AppError('not_found', `no ${input.provider} connection receives notifications at this address`, { provider: input.provider })
   const now = deps.clock.now()
   const rawBody = input.rawBody ?? ''
   const check = adapter.verify(input.headers, rawBody, providerConnection(deps, connection).secrets, Math.floor(now.getTime() / 1000))

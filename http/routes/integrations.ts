@@ -6,11 +6,12 @@ import { metadataSchema, versionField } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { PROVIDER_TYPES } from '../../domains/integrations/provider.ts'
 import * as service from '../../domains/integrations/service.ts'
+import { receiveQuickbooksNotification } from '../../domains/integrations/quickbooks-inbound.ts'
 
 const secret: JsonSchema = { type: 'string', minLength: 1, maxLength: 1000 }
 const url: JsonSchema = { type: 'string', pattern: '^https?://[^\\s]+$', maxLength: 500 }
 const stripeSecrets = { secret_key: secret, webhook_secret: secret, publishable_key: secret, account_id: secret }
-const quickbooksSecrets = { client_id: secret, client_secret: secret, refresh_token: secret, realm_id: secret, token_url: { ...url, description: "Intuit's OAuth2 token endpoint; another for a proxy or a test server" } }
+const quickbooksSecrets = { client_id: secret, client_secret: secret, refresh_token: secret, realm_id: secret, token_url: { ...url, description: "Intuit's OAuth2 token endpoint; another for a proxy or a test server" }, webhook_verifier_token: { ...secret, description: "the app's webhook verifier token: QuickBooks' notifications are checked with it" } }
 const secretData: JsonSchema = {
   type: 'object',
   additionalProperties: false,
@@ -127,9 +128,11 @@ export const integrationRoutes: Route[] = [
     method: 'POST',
     path: '/v1/webhooks/{provider}/{tenant_id}/{environment_id}',
     tag: 'Integrations',
-    summary: "A payment provider's notification (Stripe: invoice.paid, payment_intent.succeeded), signed with the connection's webhook secret",
+    summary: "A provider's notification, signed for the connection: Stripe's (invoice.paid, payment_intent.succeeded, checkout.session.completed) and QuickBooks' (payments received against invoices pushed there)",
     permission: 'public',
-    handler: async ({ deps, params, ctx }) =>
-      service.receiveNotification(deps, { provider: params.provider, tenantId: params.tenant_id, environmentId: params.environment_id, rawBody: rawBodyOf(ctx), headers: ctx.headers }),
+    handler: async ({ deps, params, ctx }) => {
+      const notification = { provider: params.provider, tenantId: params.tenant_id, environmentId: params.environment_id, rawBody: rawBodyOf(ctx), headers: ctx.headers }
+      return params.provider === 'quickbooks' ? receiveQuickbooksNotification(deps, notification) : service.receiveNotification(deps, notification)
+    },
   }),
 ]

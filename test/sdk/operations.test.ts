@@ -148,3 +148,25 @@ describe('environments', () => {
     expect((await failure(staging.environments.createEnvironment({ name: 'Another', type: 'development' }))).statusCode).toBe(403)
   })
 })
+
+describe('inbound webhooks of providers other than Stripe', () => {
+  it('answer that the provider is not connected; a connection to one is refused naming those supported', async () => {
+    const [tenant, env] = [t.h.tenant.tenantId, t.h.tenant.environments.production]
+    const calls: [string, Promise<unknown>][] = [
+      ['razorpay', fp.webhooks.handleRazorpayWebhook(tenant, env, 'sig')],
+      ['chargebee', fp.webhooks.handleChargebeeWebhook(tenant, env)],
+      ['hubspot', fp.webhooks.handleHubspotWebhook(tenant, env, 'sig')],
+      ['moyasar', fp.webhooks.handleMoyasarWebhook(tenant, env)],
+      ['nomod', fp.webhooks.handleNomodWebhook(tenant, env)],
+    ]
+    for (const [provider, call] of calls) {
+      const err = await failure(call)
+      expect([err.statusCode, JSON.parse(err.body).message]).toEqual([404, `${provider} is not connected: notifications are taken from stripe and quickbooks connections only`])
+    }
+    // QuickBooks is taken once connected (domains/integrations/quickbooks-inbound.test.ts); not here.
+    expect(JSON.parse((await failure(fp.webhooks.handleQuickbooksWebhook(tenant, env, 'sig'))).body).message).toBe('no quickbooks connection receives notifications at this address')
+    const refused = await failure(fp.integrations.createOrUpdateIntegration('razorpay', { name: 'Razorpay', provider: 'razorpay', credentials: { secret_key: 'rzp_test_1' } }))
+    expect(refused.statusCode).toBe(400)
+    expect(refused.message).toContain('connections exist for stripe, quickbooks')
+  })
+})
