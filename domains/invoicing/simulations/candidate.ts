@@ -127,7 +127,9 @@ function withAllowance(entitlements: EntitlementView[], line: LineItemRow, usage
   return [...rest, { ...base, usage_limit: usageLimit, is_enabled: true, is_soft_limit: true }]
 }
 
+/** The context with the overrides applied; the same object when none of its lines has an overridden price. */
 function overriddenContext(ctx: BillingContext, overrides: Map<string, PreparedOverride>): BillingContext {
+  if (!ctx.members.some((m) => m.lines.some((l) => overrides.has(l.price_id)))) return ctx
   let entitlements = ctx.entitlements
   const members = ctx.members.map((m) => ({
     sub: m.sub,
@@ -168,7 +170,7 @@ export async function candidateWindows(db: Db, scope: Scope, c: Candidate): Prom
   return c.kind === 'plan' ? priceWindows(db, scope, c.prices.map((p) => p.id)) : new Map()
 }
 
-/** The subscription's billing context with the candidate's prices. */
+/** The subscription's billing context with the candidate's prices (`ctx` itself when the candidate changes none of them). */
 export function candidateContext(ctx: BillingContext, c: Candidate, windows: BillingContext['prices']): BillingContext {
   if (c.kind === 'prices') return overriddenContext(ctx, c.overrides)
   return { ...planContext(ctx, c), prices: new Map([...ctx.prices, ...windows]) }

@@ -56,8 +56,8 @@ async function simulateSubscription(deps: Deps, scope: Scope, current: BillingCo
     const stored = opts.billed.get(`${current.sub.id}:${point.sequence}`)
     const coupons = stored ?? now.coupons
     const billedNow = assemble({ ...now, coupons }).computed
-    const next = await pointSpec(deps, scope, candidate, point, spec)
-    const billedNext = assemble({ ...next, coupons: opts.keepLines ? coupons : coupons.filter((c) => c.line_index == null) }).computed
+    // A subscription the candidate does not touch bills the same: computed once.
+    const billedNext = candidate === current ? billedNow : assemble({ ...(await pointSpec(deps, scope, candidate, point, spec)), coupons: opts.keepLines ? coupons : coupons.filter((c) => c.line_index == null) }).computed
     addBilled(lines, 'current', billedByPrice(billedNow))
     addBilled(lines, 'candidate', billedByPrice(billedNext))
     if (!stored) for (const a of billedNow.coupon_applications) if (a.coupon_association_id && a.discounted_amount.gt(0)) redeemed.set(a.coupon_association_id, (redeemed.get(a.coupon_association_id) ?? 0) + 1)
@@ -82,7 +82,7 @@ async function simulatePage(deps: Deps, run: Run, subs: SubscriptionRow[]): Prom
   const contexts = await loadContexts(deps, scope, due)
   const candidates = new Map(due.map((s) => [s.id, candidateContext(contexts.get(s.id)!, run.candidate, run.windows)]))
   // Usage of every point for both bills, a meter and window at a time.
-  const requests = due.flatMap((s) => points.get(s.id)!.flatMap((p) => [...usageRequests(contexts.get(s.id)!, p), ...usageRequests(candidates.get(s.id)!, p)]))
+  const requests = due.flatMap((s) => points.get(s.id)!.flatMap((p) => [...usageRequests(contexts.get(s.id)!, p), ...(candidates.get(s.id) === contexts.get(s.id) ? [] : usageRequests(candidates.get(s.id)!, p))]))
   const usage = await prefetchUsage(deps, scope, requests)
   const billed = await store.billedCouponUses(deps.sql, scope, due.filter((s) => contexts.get(s.id)!.coupons.length > 0).map((s) => s.id))
   const pause = timeSlicer()
