@@ -127,7 +127,7 @@ function unitsOf(ctx: BillingContext, q: CostQuery, windowEnds: Date[]): PeriodU
       .map((charge) => {
         const row = rows.get(charge.line.id)!
         const c = { from: later(from, charge.period.start), to: earlier(to, charge.period.end) }
-        const resets = resetWindows(ctx, charge.period, allowanceOf(ctx, row)?.reset ?? null)
+        const resets = resetWindows(ctx, charge.period, allowanceOf(ctx, row, charge.period.start)?.reset ?? null)
         // A reset window is read from its own start; one wholly before the range is read whole, one after it is left out.
         const spans = resets
           ? resets.filter((w) => w.start < c.to).map((w) => ({ start: w.start, from: later(w.start, earlier(c.from, w.end)), to: earlier(c.to, w.end) }))
@@ -322,7 +322,7 @@ export async function planCosts(deps: Deps, scope: Scope, q: CostQuery, { window
     const commitment = sub.commitment_amount === null ? null : subscriptionCommitment(sub, unit.point.arrear, []).commitment
     const priced = periodCosts(
       unit.charges.map((c) => (c.spans.length === 1 ? c.spans[0].cumulative! : unit.instants.map((_, i) => c.spans.reduce((sum, s) => sum.plus(s.cumulative![i]), ZERO)))),
-      { currency: sub.currency, lines: unit.charges.map((c) => ({ price: c.row.price as unknown as PriceInput, allowance: allowanceOf(unit.ctx, c.row)?.allowance ?? null })), commitment },
+      { currency: sub.currency, lines: unit.charges.map((c) => ({ price: c.row.price as unknown as PriceInput, allowance: allowanceOf(unit.ctx, c.row, c.charge.period.start)?.allowance ?? null })), commitment },
       unit.charges.map((c) => c.charge.period.start >= unit.instants[0]),
       unit.charges.map((c) => (c.resets ? c.spans.map((s) => s.cumulative!) : undefined)),
     )

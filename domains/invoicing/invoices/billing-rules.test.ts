@@ -1,6 +1,7 @@
 // Billing fields that bound what is billed, end to end: a price's start_date and end_date (nothing is
-// billed outside them, the boundary prorated) and an entitlement's usage_reset_period (a DAILY limit
-// on a monthly plan is one allowance per day). March 2024: 31 days; a billing run on April 2.
+// billed outside them, the boundary prorated), an entitlement's usage_reset_period (a DAILY limit
+// on a monthly plan is one allowance per day) and its window (no allowance for a period starting outside it).
+// March 2024: 31 days; a billing run on April 2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../../core/clock.ts'
 import { customer, fixedPrice, plan, subscribed, usagePrice } from '../../../test/catalog.ts'
@@ -68,5 +69,22 @@ describe('usage_reset_period', () => {
     // One allowance for the month would have billed 470 − 100 = 370 calls (37.00).
     expect(march.lines).toEqual([['Calls', '470', '18', '2024-03-01', '2024-04-01']])
     expect(march.raw.line_items[0].calculation).toMatchObject({ usage_reset_period: 'DAILY', allowance_windows: 31 })
+  })
+})
+
+describe('an entitlement window', () => {
+  it('an allowance that ended on March 1 gives March none: 150 calls bill 15.00, not 5.00', async () => {
+    const meterId = await readyMeter(h, { name: 'Windowed calls', event_name: 'windowed_call', aggregation: { type: 'COUNT' } })
+    const feature = await call(h, 'POST', '/v1/features', { name: 'Windowed calls', type: 'metered', meter_id: meterId }, 201)
+    const p = await plan(h, {
+      prices: [usagePrice(meterId, '0.10', { display_name: 'Calls' })],
+      entitlements: [{ feature_id: feature.id, usage_limit: 100, usage_reset_period: 'MONTHLY', is_soft_limit: true, end_date: '2024-03-01T00:00:00Z' }],
+    })
+    const c = await customer(h)
+    const sub = await subscribed(h, { customer_id: c.id, plan_id: p.id, start_date: '2024-03-01T00:00:00Z', collection_method: 'send_invoice' })
+    await send(h, at('2024-03-05T08:00:00Z', 150).map((t, i) => ({ id: `windowed-${i}`, at: t })), { customer: c.external_id, name: 'windowed_call' })
+
+    const march = await marchInvoice(sub.id)
+    expect(march.lines).toEqual([['Calls', '150', '15', '2024-03-01', '2024-04-01']])
   })
 })

@@ -179,9 +179,15 @@ async function meterName(deps: Deps, scope: Scope, meterId: string): Promise<str
   return name
 }
 
-/** The plan's (or addon's) entitlement for the line's meter: only usage above its limit is billed, once per reset period. */
-export function allowanceOf(ctx: BillingContext, line: LineItemRow): { allowance: Allowance; reset: string | null } | null {
-  const e = ctx.entitlements.find((x) => x.entity_id === line.entity_id && x.feature?.meter_id === line.meter_id && x.feature_type === 'metered')
+/** An entitlement with a window gives its allowance to the billing periods that start within it. */
+const inForce = (e: EntitlementView, at: Date): boolean => (!e.start_date || e.start_date <= at) && (!e.end_date || e.end_date > at)
+
+/**
+ * The plan's (or addon's) entitlement for the line's meter: only usage above its limit is billed, once per reset
+ * period; `at`, the start of the billing period, must be within the entitlement's window.
+ */
+export function allowanceOf(ctx: BillingContext, line: LineItemRow, at: Date): { allowance: Allowance; reset: string | null } | null {
+  const e = ctx.entitlements.find((x) => x.entity_id === line.entity_id && x.feature?.meter_id === line.meter_id && x.feature_type === 'metered' && inForce(x, at))
   return e ? { allowance: { usage_limit: e.usage_limit, is_soft_limit: e.is_soft_limit, is_enabled: e.is_enabled }, reset: e.usage_reset_period } : null
 }
 
@@ -239,7 +245,7 @@ async function lineSpec(deps: Deps, scope: Scope, ctx: BillingContext, member: S
   const fields = chargeFields(member, row, charge)
   const request = usageRequest(ctx, row, charge, opts.usageEnd)
   const read = opts.usage ?? serviceUsage(deps, scope)
-  const entitlement = allowanceOf(ctx, row)
+  const entitlement = allowanceOf(ctx, row, charge.period.start)
   const reset = entitlement?.reset ?? null
   const windows = request && reset ? await usageWindows(ctx, request, reset, read) : undefined
   const quantity = windows ? sumMoney(windows) : request ? await read(request) : new D(0)
