@@ -51,7 +51,7 @@ beforeAll(async () => {
     entitlements: [
       { feature_id: src.calls.id, usage_limit: 10000, usage_reset_period: 'MONTHLY', is_soft_limit: true },
       { feature_id: src.sso.id },
-      { feature_id: src.support.id, static_value: '24/7' },
+      { feature_id: src.support.id, static_value: '24/7', end_date: '2030-01-01T00:00:00.000Z' },
       { feature_id: src.old.id, usage_limit: 5, usage_reset_period: 'MONTHLY' },
     ],
   })
@@ -141,10 +141,10 @@ describe('POST /v1/environments/{id}/clone', () => {
     ])
     expect(plan.prices[1].tiers).toEqual(src.plan.prices[1].tiers)
     expect(plan.prices[2].transform_quantity).toEqual({ divide_by: 1000, round: 'up' })
-    expect(plan.entitlements.map((e: any) => [e.feature_id, e.usage_limit, e.is_soft_limit, e.static_value])).toEqual([
-      [calls.id, 10000, true, null],
-      [target('feature', src.sso.id), null, false, null],
-      [target('feature', src.support.id), null, false, '24/7'],
+    expect(plan.entitlements.map((e: any) => [e.feature_id, e.usage_limit, e.is_soft_limit, e.static_value, e.end_date])).toEqual([
+      [calls.id, 10000, true, null, null],
+      [target('feature', src.sso.id), null, false, null, null],
+      [target('feature', src.support.id), null, false, '24/7', '2030-01-01T00:00:00.000Z'],
     ])
     expect(plan.credit_grants.map((g: any) => [g.plan_id, g.credits, g.period, g.expiration_type, g.priority])).toEqual([[plan.id, '100', 'MONTHLY', 'BILLING_CYCLE', 1]])
     const addon = (await inSandbox(`/v1/addons/${target('addon', src.addon.id)}`)).body

@@ -300,6 +300,8 @@ class Clone {
         is_soft_limit: e.is_soft_limit,
         static_value: e.static_value,
         display_order: e.display_order,
+        start_date: e.start_date?.toISOString() ?? null,
+        end_date: e.end_date?.toISOString() ?? null,
         metadata: e.metadata,
       }
       const te: EntitlementView | undefined = this.mapped(e.id, t.entitlements) ?? t.entitlements.find((x) => x.feature_id === featureId)
