@@ -91,6 +91,10 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.connection = (await post('/v1/connections', { name: 'stripe', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test_x', webhook_secret: 'whsec_x' } } })).id
   ids.webhookEvent = (await call(h, key, 'GET', '/v1/webhooks/events?limit=1')).items[0].id
   ids.apiKey = (await post('/v1/secrets/api/keys', { name: unique('key'), roles: ['read'] })).secret.id
+  // A pending plan change (a schedule) and a plan sync run.
+  ids.plan3 = (await post('/v1/plans', { name: unique('plan3'), prices: [{ currency: 'USD', type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '7' }] })).id
+  ids.schedule = (await post(`/v1/subscriptions/${ids.subscription2}/change/execute`, { target_plan_id: ids.plan3, change_at: 'end_of_period' })).schedule_id
+  ids.planSync = (await post(`/v1/plans/${ids.plan2}/sync/subscriptions`, {})).id
   ids.simulation = (await post('/v1/pricing/simulations', { name: unique('sim'), ...RANGE(), candidate: { price_overrides: [{ price_id: ids.price, amount: '0.02' }] } })).id
   const envs = await call(h, key, 'GET', '/v1/environments')
   ids.environment = envs.items.find((e: { id: string }) => key === h.key ? e.id === h.tenant.environments.production : true)?.id ?? envs.items[0].id
@@ -180,6 +184,11 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/subscriptions/search': [{ subscription_ids: [ids.subscription] }],
     'POST /v1/subscriptions/{id}/activate': [{}],
     'POST /v1/subscriptions/{id}/cancel': [{ cancellation_type: 'end_of_period' }],
+    'POST /v1/subscriptions/{id}/change/preview': [{ target_plan_id: ids.plan3, proration_behavior: 'create_prorations' }],
+    'POST /v1/subscriptions/{id}/change/execute': [{ target_plan_id: ids.plan3, change_at: 'end_of_period' }],
+    'POST /v1/subscriptions/schedules/{schedule_id}/cancel': [{ subscription_id: ids.subscription2, schedule_type: 'plan_change' }],
+    'POST /v1/v1/subscriptions/schedules/{schedule_id}/cancel': [{ subscription_id: ids.subscription2, schedule_type: 'plan_change' }],
+    'POST /v1/plans/{id}/sync/subscriptions': [{ change_at: 'end_of_period' }],
     'POST /v1/subscriptions/{id}/modify/preview': [
       { type: 'quantity_change', quantity_change_params: { line_items: [{ id: ids.lineItem, quantity: '2' }] } },
       { type: 'grouped_invoicing_add', grouped_invoicing_params: { child_subscription_ids: [ids.subscription2] } },
@@ -273,6 +282,7 @@ function pathValue(w: World, path: string, param: string): string {
   if (param === 'provider') return 'stripe'
   if (param === 'tenant_id') return 'tenant_unknown'
   if (param === 'environment_id') return ids.environment
+  if (param === 'run_id') return ids.planSync
   const kind = PATH_KIND[path] ?? ID_KIND.find(([prefix]) => path.startsWith(prefix))?.[1]
   if (!kind || !ids[kind]) throw new Error(`no world id for ${param} of ${path}`)
   return ids[kind]
@@ -286,6 +296,11 @@ const PATH_KIND: Record<string, string> = {
   '/v1/invoices/{id}/payment': 'invoiceOpen',
   '/v1/invoices/{id}/creditable': 'invoiceFinal',
   '/v1/invoices/{id}/sync': 'invoiceOpen',
+  '/v1/plans/{id}/sync/subscriptions/{run_id}': 'plan2',
+  '/v1/plans/{id}/sync/subscriptions/{run_id}/changes': 'plan2',
+  '/v1/subscriptions/schedules/{schedule_id}/cancel': 'schedule',
+  '/v1/v1/subscriptions/schedules/{schedule_id}/cancel': 'schedule',
+  '/v1/v1/subscriptions/{subscription_id}/schedules': 'subscription',
 }
 
 // The first matching prefix names the kind of the path's {id}.
@@ -317,6 +332,8 @@ const ID_KIND: [string, string][] = [
   ['/v1/webhooks/', 'webhookEvent'],
   ['/v1/connections/', 'connection'],
   ['/v1/pricing/simulations/', 'simulation'],
+  ['/v1/subscription-schedules/', 'schedule'],
+  ['/v1/v1/subscription-schedules/', 'schedule'],
 ]
 
 /** An operation's path with this world's values in it. */

@@ -7,7 +7,7 @@ import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import { deleteRecord, listRecords, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
-import { announce, auditOf, transaction } from '../../records/service.ts'
+import { announce, auditOf, referenced, transaction } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
 import { lockSubscription, requireSubscription, viewOf } from '../../subscriptions/read.ts'
 import * as store from '../../subscriptions/store.ts'
@@ -66,6 +66,7 @@ export async function cancelSchedule(deps: Deps, actor: Actor, id: string, body:
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
     const found = await requireRecord<ScheduleRow>(tx, SCHEDULES, actor, id, { published: true })
+    if (body.subscription_id) await referenced('subscription_id', requireSubscription(tx, actor, body.subscription_id))
     if (body.subscription_id && body.subscription_id !== found.subscription_id) throw validationError('subscription_id', `schedule ${id} belongs to subscription ${found.subscription_id}`)
     if (body.schedule_type && body.schedule_type !== found.schedule_type) throw validationError('schedule_type', `schedule ${id} is a ${found.schedule_type}`)
     const sub = await lockSubscription(tx, actor, found.subscription_id)
