@@ -20,6 +20,7 @@ import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
 import { dedupFilter } from './dedup-filter.ts'
+import { Deliveries } from './deliveries.ts'
 import { PartitionGate } from './partition-gate.ts'
 import { retry, type RetryPolicy } from './retry.ts'
 import { prepareChunk, storeChunk, type Refused } from './writer.ts'
@@ -93,6 +94,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   // A dedup filter per partition held: loaded at its first chunk, let go (written to its snapshot) when revoked.
   const filter = dedupFilter(deps, { name: `kafka-${kafka.topic}`, partitions: () => kafka.partitions() })
   const gate = new PartitionGate()
+  const deliveries = new Deliveries()
   /**
    * Partitions whose last commit succeeded since the last failure or assignment. A chunk's insert begins only after a
    * commit of its partition succeeded (the one before it, or one of its own first offset): the broker takes a commit
@@ -119,6 +121,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     memberId = payload.memberId
     deps.logger.debug({ partitions, memberId, missedSince }, 'partitions assigned')
     proven.clear()
+    deliveries.reset()
     gate.assigned(partitions)
     void filter.assign(partitions, { missedSince }).catch((err: unknown) => deps.logger.warn({ err }, 'dedup filter: assignment not applied'))
   })
@@ -138,6 +141,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     for (const [partition, offset] of from) {
       try {
         consumer.seek({ topic: kafka.topic, partition, offset })
+        deliveries.seek(partition, offset)
       } catch {
         // Not running (restarting after a crash): it resumes from the committed offsets anyway.
       }
@@ -192,6 +196,9 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     heartbeat = beat
     if (b.messages.length === 0) return
     deps.metrics.consumerLag.set({ partition: String(b.partition) }, Number(b.highWatermark) - Number(b.lastOffset()) - 1)
+    const messages = deliveries.fresh(b.partition, b.messages)
+    if (messages.length === 0) return
+    const fetchedIn = run
     const t = chunkThread()
     // Heartbeats go on for the whole fetch (decoding, lookups and the wait for the insert before a chunk): a
     // large fetch on busy cores can take longer than the session, and a member dropped at every fetch never commits.
@@ -200,26 +207,25 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     let fetch: number | undefined
     let unjoined: number | undefined
     try {
-      fetch = await t.calls.fetch(...packRecords(b.messages.map((m) => m.value)), batch.aggregatorMaxRows, Float64Array.from(b.messages, (m) => kafkaRecord(b.partition, m.offset)))
+      fetch = await t.calls.fetch(...packRecords(messages.map((m) => m.value)), batch.aggregatorMaxRows, Float64Array.from(messages, (m) => kafkaRecord(b.partition, m.offset)))
       // (Each turn has its own `c`: the chunk's insert below reads it after the loop moved on.)
       for (let c = await t.calls.next(fetch); c; c = await t.calls.next(fetch)) {
         unjoined = c.id
-        const range = { partition: b.partition, first: b.messages[c.from].offset, last: b.messages[c.to - 1].offset }
-        const records = chunkRecords(t, c, b.messages)
+        const range = { partition: b.partition, first: messages[c.from].offset, last: messages[c.to - 1].offset }
+        const records = chunkRecords(t, c, messages)
         let ahead: InFlight[]
         let prepared: ChunkRows
-        let current: number
         let assignment: number
         do {
-          current = run
           assignment = gate.current()
           ahead = pipeline.filter((e) => e.thread === t)
           prepared = await prepareChunk(deps, t.calls, c, policy, { pending: ahead.map((e) => e.id), filter: filter.of(b.partition) })
-          // A failure meanwhile: the ids taken as stored were not; classify again. An assignment meanwhile: the lookup
-          // must be of one assignment, the one the insert is made in.
-        } while (current !== run || assignment !== gate.current())
-        // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined.
-        if (stopping || !isRunning() || isStale()) return
+          // An assignment meanwhile: the lookup must be of one assignment, the one the insert is made in.
+        } while (assignment !== gate.current() && run === fetchedIn)
+        // Checked right before the chunk joins the pipeline (no await in between): stop() drains what joined. After a
+        // rewind the rest of this fetch is not handed on: its partition may have been sought back before it, and kafkajs's
+        // isStale() turns false once a fetch applied the seek; the records are read again from the positions.
+        if (stopping || !isRunning() || isStale() || run !== fetchedIn) return
         deps.logger.debug({ ...range, run, ahead: ahead.length, ...prepared.result }, 'usage batch prepared')
         const previous = pipeline.at(-1)
         const done = (async () => {
@@ -254,6 +260,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
         void done.finally(() => t.calls.release(entry.id)).catch(() => {})
         // The fetch position moves on; the commit follows the insert.
         resolveOffset(range.last)
+        deliveries.handed(range.partition, range.last)
         // Backpressure: one chunk inserting and two waiting, no more. Preparing a chunk (decode, lookup, insert
         // text) and fetching the next one take longer than an insert: with one chunk waiting, the insert went
         // idle while the next fetch was read and prepared.
