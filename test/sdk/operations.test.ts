@@ -170,3 +170,40 @@ describe('inbound webhooks of providers other than Stripe', () => {
     expect(refused.message).toContain('connections exist for stripe, quickbooks')
   })
 })
+
+describe('tenants, users and roles', () => {
+  it("a key reads its tenant; the owner key renames it; billing details and another tenant's id are refused", async () => {
+    const tenantId = t.h.tenant.tenantId
+    expect(await fp.tenants.getTenantById(tenantId)).toMatchObject({ id: tenantId, status: 'published' })
+    expect(await fp.tenants.updateTenant({ name: 'Acme Billing', metadata: { region: 'eu' } })).toMatchObject({ id: tenantId, name: 'Acme Billing', metadata: { region: 'eu' } })
+    expect((await fp.tenants.getTenantById(tenantId)).name).toBe('Acme Billing')
+    expect((await failure(fp.tenants.updateTenant({ billingDetails: { email: 'billing@acme.test' } }))).message).toContain('billing_details')
+    expect((await failure(sdk(t.h, t.other).tenants.getTenantById(tenantId))).statusCode).toBe(404)
+    expect((await failure(fp.tenants.getTenantBillingUsage())).message).toContain('not billed by this service')
+  })
+
+  it('users are API keys: me is the calling key, search lists the environment\'s keys, people cannot be made', async () => {
+    const minted = await fp.secrets.createApiKey({ name: 'reporting', type: 'private_key' })
+    const readKey = await t.h.http('POST', '/v1/secrets/api/keys', { body: { name: 'reader', roles: ['read'] } })
+    const me = await sdk(t.h, readKey.body.api_key).users.getUserInfo()
+    expect(me).toMatchObject({ id: readKey.body.secret.id, type: 'service_account', roles: ['read'], email: '', tenant: { id: t.h.tenant.tenantId } })
+
+    const readers = await fp.users.queryUser({ roles: ['read'] })
+    expect(readers.items?.map((u) => u.id)).toEqual([readKey.body.secret.id])
+    const picked = await fp.users.queryUser({ userIds: [minted.secret!.id!, readKey.body.secret.id] })
+    expect(picked.items?.map((u) => u.id).sort()).toEqual([minted.secret!.id!, readKey.body.secret.id].sort())
+    expect((await fp.users.queryUser({ type: 'user' })).items).toEqual([])
+    // The read key may not list keys, as it may not list them under /v1/secrets/api/keys.
+    expect((await failure(sdk(t.h, readKey.body.api_key).users.queryUser({}))).statusCode).toBe(403)
+
+    expect((await failure(fp.users.createUser({ type: 'user', roles: ['admin'] }))).message).toContain('no sign-in')
+    expect((await failure(fp.users.createUser({ type: 'service_account', roles: ['read'] }))).message).toContain('POST /v1/secrets/api/keys')
+  })
+
+  it('roles are the four a key holds, with their permissions in Flexprice\'s form', async () => {
+    const { roles } = await fp.rbac.listRbacRoles()
+    expect(roles.map((r: any) => r.id)).toEqual(['admin', 'read', 'write', 'ingest'])
+    expect(await fp.rbac.getRbacRole('ingest')).toEqual({ role: { id: 'ingest', name: 'Ingest', description: expect.any(String), permissions: { event: ['write'] } } })
+    expect((await failure(fp.rbac.getRbacRole('super_admin'))).statusCode).toBe(404)
+  })
+})

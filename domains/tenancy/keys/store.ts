@@ -70,3 +70,11 @@ export async function touchKeys(db: Db, used: Map<string, Date>): Promise<void> 
     FROM unnest(${db.array(ids)}::text[], ${db.array(times)}::text[]) AS u(id, at)
     WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at::timestamptz)`
 }
+
+/** Keys of the scope as users (POST /v1/users/search): by id, and holding any of `roles`. */
+export async function listKeysMatching(db: Db, scope: Scope, params: ListParams, match: { ids?: string[]; roles?: Role[] }): Promise<{ rows: ApiKeyRow[]; total: number }> {
+  const where = baseFilters(db, scope, params)
+  if (match.ids) where.push(db`id = ANY(${match.ids}::text[])`)
+  if (match.roles) where.push(db`roles && ${db.array(match.roles)}::text[]`)
+  return listRows<ApiKeyRow>(db, 'api_keys', where, params, COLUMNS)
+}
