@@ -110,4 +110,18 @@ describe('priceUnits', () => {
     const made = await t.h.http('POST', '/v1/prices', { body: { ...price, currency: 'EUR', price_unit_id: unit.id, conversion_rate: '0.10' } })
     expect([made.status, made.body.amount, made.body.price_unit, made.body.display_price_unit_amount]).toEqual([201, '1', 'PTS', 'P10'])
   })
+
+})
+
+describe('a price read through the SDK', () => {
+  it('embeds its meter and group', async () => {
+    const feature = await fp().features.createFeature({ name: 'Unit calls', type: 'metered', meter: { name: 'Unit calls', eventName: 'unit.call', aggregation: { type: 'COUNT' }, resetUsage: 'BILLING_PERIOD' } })
+    const group = await fp().groups.createGroup({ name: 'Calls', entityType: 'price', lookupKey: 'unit-calls' })
+    const plan = await fp().plans.createPlan({ name: 'Calls plan' })
+    const price = await fp().prices.createPrice({ entityType: 'PLAN', entityId: plan.id!, currency: 'USD', type: 'USAGE', billingModel: 'FLAT_FEE', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY', invoiceCadence: 'ARREAR', priceUnitType: 'FIAT', amount: '0.01', meterId: feature.meterId!, groupId: group.id! })
+    const got = await fp().prices.getPrice(price.id!)
+    expect(got.meter).toMatchObject({ id: feature.meterId, eventName: 'unit.call' })
+    expect(got.group).toMatchObject({ id: group.id, name: 'Calls' })
+    expect((await fp().prices.queryPrice({ planIds: [plan.id!] })).items?.[0].meter?.id).toBe(feature.meterId)
+  })
 })
