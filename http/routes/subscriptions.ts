@@ -14,6 +14,7 @@ import type { Deps } from '../../infra/deps.ts'
 import { cancelSubscription, type CancelInput } from '../../domains/invoicing/changes/cancel.ts'
 import { customerEntitlements, type EntitlementQuery } from '../../domains/subscriptions/entitlements.ts'
 import { executeModification, previewModification, type ModifyInput } from '../../domains/invoicing/changes/modify.ts'
+import { pendingPlanChanges } from '../../domains/invoicing/changes/schedules.ts'
 import * as phases from '../../domains/subscriptions/phases.ts'
 import * as lines from '../../domains/invoicing/changes/lines.ts'
 import { subscriptionUsage } from '../../domains/invoicing/invoices/subscription-invoices.ts'
@@ -198,8 +199,10 @@ async function attached(deps: Deps, actor: Actor, views: read.SubscriptionView[]
   const coupons = await associationsOf(deps.sql, actor, ids)
   const latest = await latestInvoices(deps.sql, actor, ids)
   const full = views.every((v) => v.line_items) ? await read.withPlanSync(deps.sql, actor, views) : views
+  const scheduled = await pendingPlanChanges(deps, actor, ids)
   return (await withSubscriptionCreditGrants(deps.sql, actor, full)).map((v) => ({
     ...v,
+    scheduled_plan_change: scheduled.get(v.id) ?? null,
     coupon_associations: coupons.filter((c) => c.association.subscription_id === v.id).map((c) => ({ ...c.association, coupon: c.coupon })),
     latest_invoice: latest.get(v.id) ?? null,
   }))

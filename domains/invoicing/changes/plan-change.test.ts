@@ -108,6 +108,8 @@ describe('plan changes', () => {
     const done = await post(`/v1/subscriptions/${subs.downgrade.id}/change/execute`, change(pro, { change_at: 'end_of_period', proration_behavior: 'create_prorations' }))
     expect(done.status, JSON.stringify(done.body)).toBe(200)
     expect([done.body.is_scheduled, done.body.scheduled_at, done.body.proration_applied, done.body.new_subscription.plan_id]).toEqual([true, '2024-05-01T00:00:00.000Z', null, business])
+    const shown = (await get(`/v1/subscriptions/${subs.downgrade.id}`)).body.scheduled_plan_change
+    expect([shown.id, shown.status, shown.configuration.target_plan_id, shown.scheduled_at]).toEqual([done.body.schedule_id, 'pending', pro, '2024-05-01T00:00:00.000Z'])
     const schedules = (await get(`/v1/subscriptions/${subs.downgrade.id}/schedules`)).body
     expect(schedules.count).toBe(1)
     expect([schedules.schedules[0].id, schedules.schedules[0].status, schedules.schedules[0].schedule_type, schedules.schedules[0].can_be_cancelled, schedules.schedules[0].days_until_execution]).toEqual([done.body.schedule_id, 'pending', 'plan_change', true, 10])
@@ -121,6 +123,7 @@ describe('plan changes', () => {
     const cancelled = await post(`/v1/subscriptions/schedules/${done.body.schedule_id}/cancel`, {})
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200)
     expect(cancelled.body.status).toBe('cancelled')
+    expect((await get(`/v1/subscriptions/${subs.withdrawn.id}`)).body.scheduled_plan_change).toBeNull()
     const sub = (await get(`/v1/subscriptions/${subs.withdrawn.id}`)).body
     expect(sub.line_items.map((l: any) => [l.display_name, l.end_date])).toEqual([
       ['Business seat', null],

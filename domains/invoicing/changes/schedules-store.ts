@@ -27,13 +27,17 @@ export interface ScheduleRow extends RecordRow {
   error_message: string | null
 }
 
-/** The pending plan change of a subscription, if any. */
-export async function pendingOf(db: Db, scope: Scope, subscriptionId: string): Promise<ScheduleRow | undefined> {
-  const [row] = await db`SELECT * FROM subscription_schedules
-    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND subscription_id = ${subscriptionId}
+/** The pending plan changes of some subscriptions (at most one each). */
+export async function pendingIn(db: Db, scope: Scope, subscriptionIds: string[]): Promise<ScheduleRow[]> {
+  if (subscriptionIds.length === 0) return []
+  const rows = await db`SELECT * FROM subscription_schedules
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND subscription_id = ANY(${subscriptionIds}::text[])
       AND schedule_status = 'pending' AND status = 'published'`
-  return row ? decodeRow<ScheduleRow>(SCHEDULES, row) : undefined
+  return rows.map((row) => decodeRow<ScheduleRow>(SCHEDULES, row))
 }
+
+/** The pending plan change of a subscription, if any. */
+export const pendingOf = async (db: Db, scope: Scope, subscriptionId: string): Promise<ScheduleRow | undefined> => (await pendingIn(db, scope, [subscriptionId]))[0]
 
 /** Pending schedules of every scope due by `now`, locked for the caller's transaction; ones another worker holds are skipped. */
 export async function dueAt(db: Db, now: Date, limit: number): Promise<ScheduleRow[]> {

@@ -12,7 +12,7 @@ import { toWire } from '../../records/wire.ts'
 import { lockSubscription, requireSubscription, viewOf } from '../../subscriptions/read.ts'
 import * as store from '../../subscriptions/store.ts'
 import { movePlan } from './plan-change.ts'
-import { dueAt, SCHEDULES, type ScheduleRow } from './schedules-store.ts'
+import { dueAt, pendingIn, SCHEDULES, type ScheduleRow } from './schedules-store.ts'
 
 /** A schedule as Flexprice answers it: `status` is the schedule's (pending, executed, cancelled, failed). */
 function viewOfSchedule(row: ScheduleRow, now: Date) {
@@ -44,6 +44,12 @@ export async function listSchedules(deps: Deps, actor: Actor, query: ScheduleQue
   const { rows, total } = await listRecords<ScheduleRow>(deps.sql, SCHEDULES, actor, params, where)
   const now = deps.clock.now()
   return { schedules: rows.map((r) => viewOfSchedule(r, now)), count: total }
+}
+
+/** Each subscription's pending plan change as answered on the subscription (scheduled_plan_change), by subscription id. */
+export async function pendingPlanChanges(deps: Deps, actor: Actor, subscriptionIds: string[]): Promise<Map<string, ReturnType<typeof viewOfSchedule>>> {
+  const now = deps.clock.now()
+  return new Map((await pendingIn(deps.sql, actor, subscriptionIds)).map((r) => [r.subscription_id, viewOfSchedule(r, now)]))
 }
 
 export async function getSchedule(deps: Deps, actor: Actor, id: string) {
