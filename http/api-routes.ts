@@ -29,6 +29,8 @@ import { integrationRoutes } from './routes/integrations.ts'
 import { aiRoutes } from './routes/ai.ts'
 import { simulationRoutes } from './routes/simulations.ts'
 import { tenancyRoutes } from './routes/tenancy.ts'
+import { alertRoutes } from './routes/alerts.ts'
+import { workflowRoutes } from './routes/workflows.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...aiRoutes, ...simulationRoutes]
+export const apiRoutes: Route[] = [customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...aiRoutes, ...simulationRoutes]

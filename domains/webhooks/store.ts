@@ -214,3 +214,30 @@ export async function deliveriesOf(db: Db, scope: Scope, eventIds: string[]): Pr
 
 export const attemptsOf = (db: Db, scope: Scope, eventId: string, params: Pick<ListParams, 'limit' | 'offset' | 'order'>): Promise<{ rows: AttemptRow[]; total: number }> =>
   listRows<AttemptRow>(db, 'webhook_attempts', [db`tenant_id = ${scope.tenantId}`, db`environment_id = ${scope.environmentId}`, db`event_id = ${eventId}`], { ...params, sort: 'created_at' }, 'id, event_id, endpoint_id, url, response_status_code, response, error, duration_ms, created_at')
+
+/** The outbox events that announce a wallet's or a feature's balance alert changing state. */
+export const ALERT_EVENT_TYPES = ['wallet.credit_balance.dropped', 'wallet.credit_balance.recovered', 'wallet.ongoing_balance.dropped', 'wallet.ongoing_balance.recovered', 'feature.wallet_balance.alert']
+
+export interface AlertEventFilter {
+  entity_type?: 'wallet' | 'feature'
+  entity_id?: string
+  customer_id?: string
+  alert_type?: string
+  alert_status?: string
+  start_time?: string
+  end_time?: string
+}
+
+/** Alert events of the scope, by what their payload says (a feature's alert names its wallet as the event's entity). */
+export function alertEvents(db: Db, scope: Scope, params: Pick<ListParams, 'limit' | 'offset' | 'sort' | 'order'>, f: AlertEventFilter): Promise<{ rows: EventRow[]; total: number }> {
+  const where: Fragment[] = [db`event_type = ANY(${ALERT_EVENT_TYPES}::text[])`]
+  if (f.entity_type === 'feature') where.push(db`event_type = 'feature.wallet_balance.alert'`)
+  if (f.entity_type === 'wallet') where.push(db`event_type LIKE 'wallet.%'`)
+  if (f.entity_id !== undefined) where.push(db`(CASE WHEN event_type = 'feature.wallet_balance.alert' THEN payload->'feature'->>'id' ELSE entity_id END) = ${f.entity_id}`)
+  if (f.customer_id !== undefined) where.push(db`payload->'customer'->>'id' = ${f.customer_id}`)
+  if (f.alert_type !== undefined) where.push(db`payload->'alert'->>'alert_type' = ${f.alert_type}`)
+  if (f.alert_status !== undefined) where.push(db`payload->'alert'->>'state' = ${f.alert_status}`)
+  if (f.start_time !== undefined) where.push(db`created_at >= ${new Date(f.start_time)}`)
+  if (f.end_time !== undefined) where.push(db`created_at < ${new Date(f.end_time)}`)
+  return listEvents(db, scope, params, where)
+}

@@ -207,3 +207,27 @@ describe('tenants, users and roles', () => {
     expect((await failure(fp.rbac.getRbacRole('super_admin'))).statusCode).toBe(404)
   })
 })
+
+describe('the alert log and workflows', () => {
+  it("logs a wallet's balance alert dropping and recovering; searches it by wallet, customer, type and status", async () => {
+    const owner = (await fp.customers.createCustomer({ externalId: 'sdk-alerts-1', name: 'Alerted' })).id!
+    const w = await fp.wallets.createWallet({ customerId: owner, currency: 'USD', initialCreditsToLoad: '5', alertSettings: { alertEnabled: true, critical: { threshold: 10, condition: 'below' } } })
+    await fp.wallets.topUpWallet(w.id!, { creditsToAdd: '20', transactionReason: 'FREE_CREDIT_GRANT' })
+
+    const log = await fp.alerts.queryAlertLog({ entityType: 'wallet', entityId: w.id, order: 'asc' })
+    expect(log.items?.map((a) => [a.alertType, a.alertStatus, a.alertInfo?.valueAtTime, a.customerId])).toEqual([
+      ['low_credit_balance', 'in_alarm', 5, owner],
+      ['low_credit_balance', 'ok', 25, owner],
+    ])
+    expect(log.items?.[0]).toMatchObject({ entityType: 'wallet', entityId: w.id, wallet: { id: w.id } })
+    expect((await fp.alerts.queryAlertLog({ customerId: owner, alertStatus: 'in_alarm' })).items?.map((a) => a.entityId)).toEqual([w.id])
+    expect((await fp.alerts.queryAlertLog({ customerId: owner, alertType: 'feature_wallet_balance' })).items).toEqual([])
+    expect((await sdk(t.h, t.other).alerts.queryAlertLog({ entityId: w.id })).items).toEqual([])
+  })
+
+  it('answers that there are no workflows to search', async () => {
+    const err = await failure(fp.workflows.queryWorkflow({ workflowType: 'BillingWorkflow' }))
+    expect(err.statusCode).toBe(400)
+    expect(err.message).toContain('no workflow executions')
+  })
+})
