@@ -8,8 +8,7 @@ import { formatMoney, parseDecimal } from '../../../core/money.ts'
 import type { Actor } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
-import { requireOffering } from '../../catalog/offerings/kinds.ts'
-import { inTransaction, referenced, transaction } from '../../records/service.ts'
+import { inTransaction, transaction } from '../../records/service.ts'
 import { toWire } from '../../records/wire.ts'
 import { lockSubscription } from '../../subscriptions/read.ts'
 import { createSubscription } from '../../subscriptions/service.ts'
@@ -18,7 +17,7 @@ import { assemble } from '../invoices/assemble.ts'
 import { loadContext, pointBySequence, pointSpec, subscriptionHeader } from '../invoices/billing.ts'
 import { previewOf } from '../invoices/subscription-invoices.ts'
 import { cancelSubscription } from './cancel.ts'
-import { checkChangeable, type PlanChangeInput, planSummary, subscriptionSummary } from './plan-change.ts'
+import { checkTarget, type PlanChangeInput, planSummary, subscriptionSummary } from './plan-change.ts'
 import { pendingOf } from './schedules-store.ts'
 
 type Sub = store.SubscriptionRow
@@ -56,12 +55,10 @@ async function replace(deps: Deps, tx: Tx, actor: Actor, id: string, input: Plan
   if (input.change_at === 'end_of_period') throw validationError('billing_cycle_anchor', 'a change at the end of the period starts the next period on its own: send billing_cycle_anchor now with change_at immediate')
   const now = deps.clock.now()
   const sub = await lockSubscription(tx, actor, id, input.version)
-  checkChangeable(sub)
+  const { target, current } = await checkTarget(deps.sql, actor, sub, input)
   if (sub.subscription_type === 'parent') throw invalidOperation(`subscription ${sub.id} is a parent; its children stay with it, so its cycle is not reset (change its plan keeping the cycle)`, { subscription_id: sub.id })
   const pending = await pendingOf(deps.sql, actor, sub.id)
   if (pending) throw invalidOperation(`subscription ${sub.id} has a plan change scheduled (${pending.id}); cancel it first`, { schedule_id: pending.id })
-  const target = await referenced('target_plan_id', requireOffering(deps.sql, actor, 'PLAN', input.target_plan_id))
-  const current = await requireOffering(deps.sql, actor, 'PLAN', sub.plan_id, { anyStatus: true })
   const behavior = input.proration_behavior ?? (sub.proration_behavior as ProrationBehavior)
   const cancellation = await cancelSubscription(deps, actor, sub.id, { cancellation_type: 'immediate', proration_behavior: behavior, reason: `plan change to ${target.id}` })
   const created = await createSubscription(deps, actor, successorOf(sub, target.id, now))

@@ -194,6 +194,26 @@ describe('plan changes refused or settling nothing', () => {
     expect([after.plan_id, after.trial_end, after.subscription_status]).toEqual([business, sub.trial_end, 'trialing'])
   })
 
+  it('a subscription not started yet changes from its start', async () => {
+    const sub = await subscribe(pro, { start_date: '2024-07-01T00:00:00Z' })
+    const done = await post(`/v1/subscriptions/${sub.id}/change/execute`, change(business))
+    expect([done.status, done.body.effective_date, done.body.proration_applied.net_amount]).toEqual([200, '2024-07-01T00:00:00.000Z', '0.00'])
+    const lines = (await get(`/v1/subscriptions/${sub.id}`)).body.line_items
+    expect(lines.map((l: any) => [l.display_name, l.start_date, l.end_date])).toEqual([
+      ['Pro seat', '2024-07-01T00:00:00.000Z', '2024-07-01T00:00:00.000Z'],
+      ['Pro calls', '2024-07-01T00:00:00.000Z', '2024-07-01T00:00:00.000Z'],
+      ['Business seat', '2024-07-01T00:00:00.000Z', null],
+      ['Business calls', '2024-07-01T00:00:00.000Z', null],
+    ])
+  })
+
+  it('refuses a reset to a plan in another currency the same way', async () => {
+    const sub = await subscribe(pro, { start_date: '2024-06-01T00:00:00Z' })
+    const res = await post(`/v1/subscriptions/${sub.id}/change/execute`, change(euro, { billing_cycle_anchor: 'now' }))
+    expect([res.status, Object.keys(res.body.details)]).toEqual([400, ['target_plan_id']])
+    expect((await get(`/v1/subscriptions/${sub.id}`)).body.subscription_status).toBe('active')
+  })
+
   it('refuses an inherited child: it is billed through its parent', async () => {
     const parent = await subscribe(pro, { start_date: '2024-06-01T00:00:00Z' })
     const child = await subscribe(pro, { start_date: '2024-06-01T00:00:00Z', parent_subscription_id: parent.id })

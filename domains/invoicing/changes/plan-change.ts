@@ -77,7 +77,7 @@ function checkTerms(sub: Sub, input: PlanChangeInput): void {
 }
 
 /** Children bill through their parent, whose invoices would have to carry the change: refused rather than half done. */
-export function checkChangeable(sub: Sub): void {
+function checkChangeable(sub: Sub): void {
   assertLive(sub)
   if (sub.subscription_status === 'draft') throw invalidOperation(`subscription ${sub.id} is a draft; change its plan by creating it again, or activate it first`, { subscription_id: sub.id })
   if (sub.subscription_type === 'inherited' || sub.subscription_type === 'grouped_invoicing') {
@@ -117,7 +117,8 @@ export function startingLines(sub: Sub, target: OfferingRow, prices: PriceRow[],
   return prices.map((p) => ({ ...lineItemFields(sub, owner, p, { start_date: at, end_date: end, quantity: carriedQuantity(p, ending, prices) }), proration_behavior: behavior }))
 }
 
-async function workOut(db: Db, scope: Scope, sub: Sub, input: PlanChangeInput, now: Date): Promise<Change> {
+/** What a change to `input.target_plan_id` may be: another published plan with recurring prices in the subscription's currency and period. */
+export async function checkTarget(db: Db, scope: Scope, sub: Sub, input: PlanChangeInput): Promise<{ target: OfferingRow; current: OfferingRow; prices: PriceRow[] }> {
   checkChangeable(sub)
   checkTerms(sub, input)
   const target = await referenced('target_plan_id', requireOffering(db, scope, 'PLAN', input.target_plan_id))
@@ -129,8 +130,14 @@ async function workOut(db: Db, scope: Scope, sub: Sub, input: PlanChangeInput, n
     const currencies = [...new Set(all.map((p) => p.currency))].join(', ') || 'none'
     throw validationError('target_plan_id', `plan ${target.id} has no recurring prices in ${sub.currency} billed every ${sub.billing_period_count} ${sub.billing_period} (its currencies: ${currencies}); a plan change keeps the subscription's currency`)
   }
+  return { target, current, prices }
+}
+
+async function workOut(db: Db, scope: Scope, sub: Sub, input: PlanChangeInput, now: Date): Promise<Change> {
+  const { target, current, prices } = await checkTarget(db, scope, sub, input)
   const scheduled = input.change_at === 'end_of_period'
-  const at = scheduled ? sub.current_period_end : now
+  // A subscription that has not started changes from its start.
+  const at = scheduled ? sub.current_period_end : sub.start_date > now ? sub.start_date : now
   if (sub.cancel_at && sub.cancel_at <= at) throw invalidOperation(`subscription ${sub.id} is cancelled from ${sub.cancel_at.toISOString()}, before the change would take effect`, { subscription_id: sub.id })
   if (sub.end_date && sub.end_date <= at) throw invalidOperation(`subscription ${sub.id} ends at ${sub.end_date.toISOString()}, before the change would take effect`, { subscription_id: sub.id })
   const ending = await planLines(db, scope, sub, at)
