@@ -216,7 +216,7 @@ export const attemptsOf = (db: Db, scope: Scope, eventId: string, params: Pick<L
   listRows<AttemptRow>(db, 'webhook_attempts', [db`tenant_id = ${scope.tenantId}`, db`environment_id = ${scope.environmentId}`, db`event_id = ${eventId}`], { ...params, sort: 'created_at' }, 'id, event_id, endpoint_id, url, response_status_code, response, error, duration_ms, created_at')
 
 /** The outbox events that announce a wallet's or a feature's balance alert changing state. */
-export const ALERT_EVENT_TYPES = ['wallet.credit_balance.dropped', 'wallet.credit_balance.recovered', 'wallet.ongoing_balance.dropped', 'wallet.ongoing_balance.recovered', 'feature.wallet_balance.alert']
+const ALERT_EVENT_TYPES = ['wallet.credit_balance.dropped', 'wallet.credit_balance.recovered', 'wallet.ongoing_balance.dropped', 'wallet.ongoing_balance.recovered', 'feature.wallet_balance.alert']
 
 export interface AlertEventFilter {
   entity_type?: 'wallet' | 'feature'
