@@ -1,7 +1,8 @@
 // A stand-in for the QuickBooks Online endpoints the QuickBooks adapter calls, on a local port (there is
 // no outside network here): Intuit's OAuth2 refresh (Basic client credentials, a rotating refresh token:
-// only the latest one works), and the v3 company API — query (`select * from X where F = '…'`), create
-// of customer, item, invoice, payment and creditmemo with QuickBooks' answers and Fault errors. It honours
+// only the latest one works), and the v3 company API — query (`select * from X where F = '…'`), read of one
+// record by id, create of customer, item, invoice, payment and creditmemo with QuickBooks' answers and Fault
+// errors, and payments entered "in QuickBooks" (receivePayment) for its webhooks' tests. It honours
 // `requestid` as QuickBooks documents: a repeated requestid answers the first response (a refusal too;
 // not an outage's 5xx) and creates nothing. It can be taken down, fail one entity's creates, or accept a create and then drop the
 // connection before answering (what a crash between QuickBooks accepting and us recording looks like).
