@@ -54,6 +54,8 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.entitlement = (await post('/v1/entitlements', { plan_id: ids.plan, feature_id: ids.feature, usage_limit: 1000, usage_reset_period: 'MONTHLY' })).id
   ids.addon = (await post('/v1/addons', { name: unique('addon'), lookup_key: unique('addon'), prices: [{ currency: 'USD', type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '2' }] })).id
   ids.group = (await post('/v1/groups', { name: unique('group'), entity_type: 'price', entity_ids: [] })).id
+  names.priceUnit = unique('U').replace(/[^A-Za-z0-9]/g, '').slice(-16).toUpperCase()
+  ids.priceUnit = (await post('/v1/prices/units', { name: 'World credits', code: names.priceUnit, symbol: 'C', base_currency: 'USD', conversion_rate: '0.01' })).id
   names.taxRate = unique('VAT').toUpperCase()
   ids.taxRate = (await post('/v1/taxes/rates', { name: 'VAT', code: names.taxRate, tax_rate_type: 'percentage', percentage_value: '10' })).id
   ids.coupon = (await post('/v1/coupons', { name: unique('coupon'), type: 'percentage', cadence: 'forever', percentage_off: '10' })).id
@@ -160,11 +162,15 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/prices': [
       { ...usagePrice, plan_id: ids.plan2 },
       { ...price, entity_type: 'ADDON', entity_id: ids.addon },
+      { currency: 'USD', type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', price_unit_type: 'CUSTOM', price_unit_id: ids.priceUnit, price_unit_amount: '300', plan_id: ids.plan2 },
     ],
     'PUT /v1/prices/{id}': [{ description: 'd', group_id: ids.group }],
+    'POST /v1/prices/units': [{ name: 'Credits', code: unique('C').replace(/[^A-Za-z0-9]/g, '').slice(-16), symbol: '₵', base_currency: 'USD', conversion_rate: '0.01', metadata: { a: 'b' } }],
+    'PUT /v1/prices/units/{id}': [{ name: 'Renamed unit', metadata: { a: 'c' } }],
+    'POST /v1/prices/units/search': [{ price_unit_ids: [ids.priceUnit] }],
     'POST /v1/prices/search': [{ price_ids: [ids.price] }],
     'POST /v1/entitlements': [
-      { plan_id: ids.plan2, feature_id: ids.feature2 },
+      { plan_id: ids.plan2, feature_id: ids.feature2, start_date: inDays(0), end_date: inDays(30) },
       { entity_type: 'ADDON', entity_id: ids.addon, feature_id: ids.feature, usage_reset_period: 'MONTHLY' },
     ],
     'PUT /v1/entitlements/{id}': [{ usage_limit: 2000 }],
@@ -270,7 +276,7 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
   }
 }
 
-const RECORD_DELETES = ['customers', 'features', 'plans', 'addons', 'prices', 'entitlements', 'groups', 'creditgrants', 'coupons', 'taxes/rates', 'taxes/associations', 'webhooks/endpoints', 'connections'].map((r) => `/v1/${r}/{id}`)
+const RECORD_DELETES = ['customers', 'features', 'plans', 'addons', 'prices', 'prices/units', 'entitlements', 'groups', 'creditgrants', 'coupons', 'taxes/rates', 'taxes/associations', 'webhooks/endpoints', 'connections'].map((r) => `/v1/${r}/{id}`)
 
 /** The concrete value of a path parameter for an operation in this world. */
 function pathValue(w: World, path: string, param: string): string {
@@ -283,6 +289,7 @@ function pathValue(w: World, path: string, param: string): string {
   if (param === 'tenant_id') return 'tenant_unknown'
   if (param === 'environment_id') return ids.environment
   if (param === 'run_id') return ids.planSync
+  if (param === 'code') return names.priceUnit
   const kind = PATH_KIND[path] ?? ID_KIND.find(([prefix]) => path.startsWith(prefix))?.[1]
   if (!kind || !ids[kind]) throw new Error(`no world id for ${param} of ${path}`)
   return ids[kind]
@@ -311,6 +318,7 @@ const ID_KIND: [string, string][] = [
   ['/v1/features/', 'feature'],
   ['/v1/plans/', 'plan'],
   ['/v1/addons/', 'addon'],
+  ['/v1/prices/units/', 'priceUnit'],
   ['/v1/prices/', 'price'],
   ['/v1/entitlements/', 'entitlement'],
   ['/v1/subscriptions/', 'subscription'],
