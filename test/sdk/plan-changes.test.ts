@@ -36,10 +36,15 @@ describe('plan changes through the SDK', () => {
     const preview = await fp.subscriptions.previewSubscriptionChange(subId, request(ids.premium, 'immediate'))
     expect(preview).toMatchObject({ subscriptionId: subId, changeType: 'upgrade', currentPlan: { id: ids.basic, name: 'Basic' }, targetPlan: { id: ids.premium, name: 'Premium' } })
     expect(preview.prorationDetails).toMatchObject({ creditAmount: '10.00', chargeAmount: '30.00', netAmount: '20.00', daysRemaining: 10, daysUsed: 20, currency: 'USD' })
-    expect(preview.nextInvoicePreview?.lineItems?.map((l) => [l.description, l.amount, l.isProration])).toEqual([
-      ['Unused time on Basic from 2024-04-21', '-10.00', true],
-      ['Remaining time on Premium from 2024-04-21', '30.00', true],
-    ])
+    // The next invoice with the change made: May's Premium 90.00 and the prorations, −10.00 + 30.00.
+    expect(preview.nextInvoicePreview?.lineItems?.map((l) => [l.description, l.amount, l.isProration]).sort()).toEqual(
+      [
+        ['Premium', '90', false],
+        ['Remaining time on Premium from 2024-04-21', '30', true],
+        ['Unused time on Basic from 2024-04-21', '-10', true],
+      ].sort(),
+    )
+    expect(preview.nextInvoicePreview?.subtotal).toBe('110')
 
     const done = await fp.subscriptions.executeSubscriptionChange(subId, request(ids.premium, 'immediate'))
     expect(done).toMatchObject({ changeType: 'upgrade', isScheduled: false, oldSubscription: { id: subId, planId: ids.basic }, newSubscription: { id: subId, planId: ids.premium, status: 'active' } })

@@ -1,7 +1,7 @@
 // A plan change that resets the billing cycle (billing_cycle_anchor: now), as Flexprice changes plans: the
 // subscription is cancelled now (its unused rest credited as proration_behavior says, cancel.ts) and a new one
 // on the target plan starts now with the same terms, anchored at the change, in one transaction. The preview
-// runs the same in a transaction it rolls back, so it answers exactly what execute will do.
+// runs the same and rolls it back (plan-change-rollback.ts), so it answers exactly what execute will do.
 import type { ProrationBehavior } from '../../../core/billing/cycle.ts'
 import { invalidOperation, validationError } from '../../../core/errors.ts'
 import { formatMoney, parseDecimal } from '../../../core/money.ts'
@@ -17,7 +17,8 @@ import { assemble } from '../invoices/assemble.ts'
 import { loadContext, pointBySequence, pointSpec, subscriptionHeader } from '../invoices/billing.ts'
 import { previewOf } from '../invoices/subscription-invoices.ts'
 import { cancelSubscription } from './cancel.ts'
-import { checkTarget, type PlanChangeInput, planSummary, subscriptionSummary } from './plan-change.ts'
+import { checkTarget, invoiceSummary, type PlanChangeInput, planSummary, subscriptionSummary } from './plan-change.ts'
+import { rolledBack } from './plan-change-rollback.ts'
 import { pendingOf } from './schedules-store.ts'
 
 type Sub = store.SubscriptionRow
@@ -77,43 +78,28 @@ const details = (r: Awaited<ReturnType<typeof replace>>) => ({
   lines: r.cancellation.proration_details,
 })
 
-class RolledBack extends Error {
-  constructor(readonly answer: unknown) {
-    super('preview')
-  }
-}
-
 export async function previewReset(deps: Deps, actor: Actor, id: string, input: PlanChangeInput) {
-  try {
-    await transaction(deps, async (tx) => {
-      const inner = inTransaction(deps, tx)
-      const r = await replace(inner, tx, actor, id, input)
-      // The first billing point (its start): what the new subscription's first invoice bills.
-      const point = pointBySequence(r.created, 1)
-      const spec = await pointSpec(inner, actor, await loadContext(inner, actor, r.created), point, { usageEnd: r.now })
-      const header = subscriptionHeader(r.created, point, deps.config.invoicing.graceMs)
-      const first = await previewOf(tx, actor, { header, assembled: assemble(spec), subscription: r.created }, r.now)
-      throw new RolledBack(
-        toWire({
-          subscription_id: id,
-          current_plan: planSummary(r.current),
-          target_plan: planSummary(r.target),
-          effective_date: r.now,
-          is_scheduled: false,
-          billing_cycle_anchor: 'now',
-          proration_details: details(r),
-          next_invoice_preview: { currency: first.currency, subtotal: first.subtotal, tax_amount: first.total_tax, total: first.total, billing_reason: first.billing_reason, line_items: first.line_items.map((l) => ({ description: l.display_name, amount: l.amount, quantity: l.quantity, period_start: l.period_start, period_end: l.period_end, is_proration: false })) },
-          new_billing_cycle: { billing_anchor: r.created.billing_anchor, billing_cadence: 'RECURRING', billing_period: r.created.billing_period, billing_period_count: r.created.billing_period_count, period_start: r.created.current_period_start, period_end: r.created.current_period_end },
-          warnings: [`the subscription is replaced: ${id} is cancelled and a new subscription on plan ${r.target.id} starts now, billed for a whole period from now`],
-          metadata: input.metadata ?? {},
-        }),
-      )
+  return rolledBack(deps, async (inner, tx) => {
+    const r = await replace(inner, tx, actor, id, input)
+    // The first billing point (its start): what the new subscription's first invoice bills.
+    const point = pointBySequence(r.created, 1)
+    const spec = await pointSpec(inner, actor, await loadContext(inner, actor, r.created), point, { usageEnd: r.now })
+    const header = subscriptionHeader(r.created, point, deps.config.invoicing.graceMs)
+    const first = await previewOf(tx, actor, { header, assembled: assemble(spec), subscription: r.created }, r.now)
+    return toWire({
+      subscription_id: id,
+      current_plan: planSummary(r.current),
+      target_plan: planSummary(r.target),
+      effective_date: r.now,
+      is_scheduled: false,
+      billing_cycle_anchor: 'now',
+      proration_details: details(r),
+      next_invoice_preview: invoiceSummary(first),
+      new_billing_cycle: { billing_anchor: r.created.billing_anchor, billing_cadence: 'RECURRING', billing_period: r.created.billing_period, billing_period_count: r.created.billing_period_count, period_start: r.created.current_period_start, period_end: r.created.current_period_end },
+      warnings: [`the subscription is replaced: ${id} is cancelled and a new subscription on plan ${r.target.id} starts now, billed for a whole period from now`],
+      metadata: input.metadata ?? {},
     })
-  } catch (err) {
-    if (err instanceof RolledBack) return err.answer
-    throw err
-  }
-  throw new Error('unreachable: the preview transaction always rolls back')
+  })
 }
 
 export async function executeReset(deps: Deps, actor: Actor, id: string, input: PlanChangeInput) {

@@ -71,7 +71,18 @@ describe('plan changes', () => {
       ['Unused time on Pro seat from 2024-04-21', '-10.00'],
       ['Remaining time on Business seat from 2024-04-21', '30.00'],
     ])
-    expect(preview.body.next_invoice_preview.subtotal).toBe('20.00')
+    // The next invoice with the change made (and undone): May's Business seat, the prorations, April's 100 calls so far at Pro's price.
+    const next = preview.body.next_invoice_preview
+    expect([next.billing_reason, next.subtotal]).toEqual(['SUBSCRIPTION_CYCLE', '120'])
+    expect(next.line_items.map((l: any) => [l.description, l.amount, l.is_proration]).sort()).toEqual(
+      [
+        ['Business calls', '0', false],
+        ['Business seat', '90', false],
+        ['Pro calls', '10', false],
+        ['Remaining time on Business seat from 2024-04-21', '30', true],
+        ['Unused time on Pro seat from 2024-04-21', '-10', true],
+      ].sort(),
+    )
     expect((await get(`/v1/subscriptions/${subs.upgrade.id}`)).body.plan_id).toBe(pro)
   })
 
@@ -93,6 +104,11 @@ describe('plan changes', () => {
   })
 
   it('with always_invoice, bills the 20.00 on a SUBSCRIPTION_UPDATE invoice now', async () => {
+    const preview = await post(`/v1/subscriptions/${subs.invoiced.id}/change/preview`, change(business, { proration_behavior: 'always_invoice' }))
+    expect([preview.body.update_invoice_preview.billing_reason, preview.body.update_invoice_preview.total]).toEqual(['SUBSCRIPTION_UPDATE', '20'])
+    // The next invoice leaves the prorations to the update invoice: May's 90.00 and April's usage.
+    expect(preview.body.next_invoice_preview.line_items.map((l: any) => [l.description, l.amount]).sort()).toEqual([['Business calls', '0'], ['Business seat', '90'], ['Pro calls', '0']])
+    expect(await invoicesOf(subs.invoiced.id)).toHaveLength(1)
     const done = await post(`/v1/subscriptions/${subs.invoiced.id}/change/execute`, change(business, { proration_behavior: 'always_invoice' }))
     expect(done.status, JSON.stringify(done.body)).toBe(200)
     expect([done.body.invoice.billing_reason, done.body.invoice.total, done.body.invoice_id]).toEqual(['SUBSCRIPTION_UPDATE', '20', done.body.invoice.id])
@@ -104,7 +120,12 @@ describe('plan changes', () => {
 
   it('schedules a downgrade at period end: nothing prorated, visible as a pending schedule', async () => {
     const preview = await post(`/v1/subscriptions/${subs.downgrade.id}/change/preview`, change(pro, { change_at: 'end_of_period', proration_behavior: 'create_prorations' }))
-    expect([preview.body.change_type, preview.body.is_scheduled, preview.body.scheduled_at, preview.body.proration_details, preview.body.next_invoice_preview]).toEqual(['downgrade', true, '2024-05-01T00:00:00.000Z', null, null])
+    expect([preview.body.change_type, preview.body.is_scheduled, preview.body.scheduled_at, preview.body.proration_details]).toEqual(['downgrade', true, '2024-05-01T00:00:00.000Z', null])
+    // The 1 May invoice: April's usage on Business's line, May in advance on Pro's.
+    expect(preview.body.next_invoice_preview.line_items.map((l: any) => [l.description, l.amount])).toEqual([
+      ['Business calls', '0'],
+      ['Pro seat', '30'],
+    ])
     const done = await post(`/v1/subscriptions/${subs.downgrade.id}/change/execute`, change(pro, { change_at: 'end_of_period', proration_behavior: 'create_prorations' }))
     expect(done.status, JSON.stringify(done.body)).toBe(200)
     expect([done.body.is_scheduled, done.body.scheduled_at, done.body.proration_applied, done.body.new_subscription.plan_id]).toEqual([true, '2024-05-01T00:00:00.000Z', null, business])

@@ -6,6 +6,7 @@
 // the new. A change at the end of the period prorates nothing: its line items are written at once, ending and
 // starting at the boundary, and a schedule (schedules.ts) moves the subscription's plan when it comes due.
 // Entitlements and a plan's credit grants follow the subscription's plan; the commitment is the subscription's.
+// Preview makes the change in a transaction it rolls back, so its next invoice is the billing engine's own.
 // It stands with invoicing, above subscriptions, because a change is settled by invoices.
 import type { ProrationBehavior } from '../../../core/billing/cycle.ts'
 import { AppError, invalidOperation, validationError } from '../../../core/errors.ts'
@@ -27,7 +28,8 @@ import { lockSubscription, requireSubscription, viewOf } from '../../subscriptio
 import { assertEndOpen, assertLive } from '../../subscriptions/service.ts'
 import * as store from '../../subscriptions/store.ts'
 import { changeCharges, settlementOf, updateInvoice, updateTaxes } from '../invoices/billing.ts'
-import { previewOf } from '../invoices/subscription-invoices.ts'
+import { previewInvoice, previewOf } from '../invoices/subscription-invoices.ts'
+import { rolledBack } from './plan-change-rollback.ts'
 import { storeChangeInvoice } from './modify.ts'
 import { prorationLines, type ProrationLine } from './proration-lines.ts'
 import { pendingOf, SCHEDULES, type ScheduleConfiguration, type ScheduleRow } from './schedules-store.ts'
@@ -180,31 +182,40 @@ function prorationDetails(c: Change, lines: ProrationLine[]) {
   return { ...summary, proration_behavior: c.behavior, lines }
 }
 
-/** The invoice lines the change adds: on an update invoice now (always_invoice, taxed) or on the next billing point's invoice. */
-async function invoicePreview(deps: Deps, actor: Actor, c: Change, lines: ProrationLine[], taxes: Awaited<ReturnType<typeof updateTaxes>>, now: Date) {
-  const charges = chargesOf(c)
-  if (c.behavior === 'always_invoice' && charges.length > 0) {
-    const invoice = await previewOf(deps.sql, actor, updateInvoice(c.sub, charges, taxes, now, deps.config.invoicing.graceMs), now)
-    return {
-      currency: invoice.currency,
-      due_date: invoice.due_date,
-      line_items: invoice.line_items.map((l) => ({ description: l.display_name, amount: l.amount, quantity: l.quantity, period_start: l.period_start, period_end: l.period_end, is_proration: true })),
-      subtotal: invoice.subtotal,
-      tax_amount: invoice.total_tax,
-      total: invoice.total,
-      billing_reason: 'SUBSCRIPTION_UPDATE',
-    }
-  }
-  if (lines.length === 0) return null
-  const period = { period_start: c.at, period_end: c.sub.current_period_end }
-  const net = prorationDetails(c, lines)!.net_amount
+type InvoicePreview = Awaited<ReturnType<typeof previewOf>>
+
+/** An invoice as Flexprice's DtoInvoicePreview; lines whose description is one of `prorations` are its proration lines. */
+export function invoiceSummary(invoice: InvoicePreview, prorations: ProrationLine[] = []) {
+  const prorated = new Set(prorations.map((l) => l.description))
   return {
-    currency: c.sub.currency,
-    line_items: lines.map((l) => ({ description: l.description, amount: l.amount, is_proration: true, ...period })),
-    subtotal: net,
-    // On the next billing point's invoice, beside that period's charges, taxed with them.
-    billing_reason: 'next_billing_point',
+    currency: invoice.currency,
+    billing_reason: invoice.billing_reason,
+    period_start: invoice.period_start,
+    period_end: invoice.period_end,
+    due_date: invoice.due_date,
+    subtotal: invoice.subtotal,
+    tax_amount: invoice.total_tax,
+    total: invoice.total,
+    line_items: invoice.line_items.map((l) => ({ description: l.display_name, amount: l.amount, quantity: l.quantity, period_start: l.period_start, period_end: l.period_end, is_proration: prorated.has(l.display_name ?? '') })),
   }
+}
+
+/** The SUBSCRIPTION_UPDATE invoice an always_invoice change makes now. */
+async function updatePreview(deps: Deps, actor: Actor, c: Change, taxes: Awaited<ReturnType<typeof updateTaxes>>, now: Date): Promise<InvoicePreview | null> {
+  const charges = chargesOf(c)
+  if (c.behavior !== 'always_invoice' || charges.length === 0) return null
+  return previewOf(deps.sql, actor, updateInvoice(c.sub, charges, taxes, now, deps.config.invoicing.graceMs), now)
+}
+
+/** The subscription's next invoice with the change made (made and rolled back): its next period, the prorations left to it, usage so far. */
+function nextInvoice(deps: Deps, actor: Actor, id: string, input: PlanChangeInput): Promise<InvoicePreview | null> {
+  return rolledBack(deps, async (inner) => {
+    await executePlanChange(inner, actor, id, input)
+    return previewInvoice(inner, actor, { subscription_id: id }).catch((err: unknown) => {
+      if (err instanceof AppError) return null // nothing left to bill
+      throw err
+    })
+  })
 }
 
 const taxesFor = async (deps: Deps, actor: Actor, sub: Sub, input: PlanChangeInput, now: Date) =>
@@ -215,6 +226,8 @@ export async function previewPlanChange(deps: Deps, actor: Actor, id: string, in
   const sub = await requireSubscription(deps.sql, actor, id)
   const c = await workOut(deps.sql, actor, sub, input, now)
   const lines = prorationLines(sub, chargesOf(c))
+  const update = await updatePreview(deps, actor, c, await taxesFor(deps, actor, sub, input, now), now)
+  const next = await nextInvoice(deps, actor, id, input)
   return toWire({
     subscription_id: sub.id,
     current_plan: planSummary(c.current),
@@ -224,7 +237,9 @@ export async function previewPlanChange(deps: Deps, actor: Actor, id: string, in
     is_scheduled: c.scheduled,
     scheduled_at: c.scheduled ? c.at : null,
     proration_details: prorationDetails(c, lines),
-    next_invoice_preview: await invoicePreview(deps, actor, c, lines, await taxesFor(deps, actor, sub, input, now), now),
+    // always_invoice: the update invoice made now; the next billing point's invoice either way.
+    update_invoice_preview: update && invoiceSummary(update, lines),
+    next_invoice_preview: next && invoiceSummary(next, lines),
     new_billing_cycle: { billing_anchor: sub.billing_anchor, billing_cadence: 'RECURRING', billing_period: sub.billing_period, billing_period_count: sub.billing_period_count, period_start: sub.current_period_start, period_end: sub.current_period_end },
     warnings: c.warnings,
     metadata: input.metadata ?? {},
