@@ -242,6 +242,19 @@ describe('plan changes refused or settling nothing', () => {
     expect([res.status, res.body.code]).toEqual([400, 'invalid_operation'])
     expect(res.body.message).toMatch(/inherited and billed through its parent/)
   })
+
+  it('refuses a grouped child; its parent changes plan with the child left as it is', async () => {
+    const parent = await subscribe(pro, { start_date: '2024-06-01T00:00:00Z' })
+    const child = await subscribe(pro, { start_date: '2024-06-01T00:00:00Z' })
+    const grouped = await post(`/v1/subscriptions/${parent.id}/modify/execute`, { type: 'grouped_invoicing_add', grouped_invoicing_params: { child_subscription_ids: [child.id] } })
+    expect(grouped.status, JSON.stringify(grouped.body)).toBe(200)
+    const res = await post(`/v1/subscriptions/${child.id}/change/execute`, change(business))
+    expect([res.status, res.body.code]).toEqual([400, 'invalid_operation'])
+    expect(res.body.message).toMatch(/grouped_invoicing and billed through its parent/)
+    const done = await post(`/v1/subscriptions/${parent.id}/change/execute`, change(business, { proration_behavior: 'none' }))
+    expect(done.status, JSON.stringify(done.body)).toBe(200)
+    expect([(await get(`/v1/subscriptions/${child.id}`)).body.plan_id, (await get(`/v1/subscriptions/${child.id}`)).body.subscription_type]).toEqual([pro, 'grouped_invoicing'])
+  })
 })
 
 describe('what follows the plan: entitlements and credit grants', () => {
