@@ -110,7 +110,7 @@ describe('USD: anchor on the 31st, SLAB tiers, catch-up from January', () => {
     const [, second] = await invoicesOf(sub.id)
     const expanded = await h.http('GET', `/v1/invoices/${second.id}?expand=usage_analytics`)
     // 150 calls, all sent without a source: one row holding the whole line.
-    expect(expanded.body.line_items[0].usage_analytics).toEqual([{ source: '', usage: '150', cost: '19', percentage: '100', event_count: '150' }])
+    expect(expanded.body.line_items[0].usage_analytics).toEqual([{ source: '', usage: '150', cost: '19', percentage: '100', event_count: 150 }])
     expect((await post(`/v1/invoices/${second.id}/void`)).body.invoice_status).toBe('VOIDED')
     const replacement = (await post(`/v1/invoices/${second.id}/recalculate`)).body
     expect([replacement.invoice_status, replacement.billing_sequence, replacement.total]).toEqual(['DRAFT', 2, '49'])
