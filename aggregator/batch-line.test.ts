@@ -30,7 +30,7 @@ describe('batchLine', () => {
         timestamp: at,
         receivedAt: at,
         properties: { [pick(i)]: pick(i + 1) },
-        record: i + 1,
+        receipt: i + 1,
       }
       const row = { meterId: pick(i >> 1), revision: 2, value: '12.5', groupValue: pick(i + 5), uniqueValue: pick(i + 9) }
       const head = [event.tenantId, event.environmentId, event.id, event.externalCustomerId, event.customerId, event.eventName, event.source, at.getTime(), at.getTime()]

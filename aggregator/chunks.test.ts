@@ -4,7 +4,6 @@
 // what is not an event comes back dead; a refused row splits the chunk's bytes as it split the text.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { encodeEvent, type UsageEvent } from '../core/events.ts'
-import { kafkaRecord } from '../core/record-id.ts'
 import { startHarness, type Harness } from '../test/harness.ts'
 import { readyMeter } from '../test/usage-helpers.ts'
 import { resolutionRules } from '../domains/catalog/meters/service.ts'
@@ -30,8 +29,8 @@ const at = (iso: string) => new Date(iso)
 const expires = expiresText(new Date(Date.now() + 35 * 86_400_000))
 
 /** Odd events: unicode everywhere, a numeric string longer than a double holds, nested and empty properties, a repeated id. */
-function events(prefix: string, received = '2024-07-01T10:00:01.000Z'): UsageEvent[] {
-  const base = { ...scope, eventName: 'job', customerId: '', source: '', timestamp: at('2024-07-01T10:00:00.123Z'), receivedAt: at(received) }
+function events(prefix: string, received = '2024-07-01T10:00:01.000Z', receipt?: number): UsageEvent[] {
+  const base = { ...scope, eventName: 'job', customerId: '', source: '', timestamp: at('2024-07-01T10:00:00.123Z'), receivedAt: at(received), receipt }
   return [
     {
       ...base,
@@ -50,8 +49,8 @@ function events(prefix: string, received = '2024-07-01T10:00:01.000Z'): UsageEve
 }
 
 /** Records as the intake writes them (one or an array), and three that are not events. */
-function records(prefix: string, received?: string): string[] {
-  const [e1, e2, e3, e4, e5] = events(prefix, received).map(encodeEvent)
+function records(prefix: string, received?: string, receipt?: number): string[] {
+  const [e1, e2, e3, e4, e5] = events(prefix, received, receipt).map(encodeEvent)
   return [e1, `[${e2},${e3}]`, e4, e5, 'not json', JSON.stringify({ id: `${prefix}-bad`, tenant_id: scope.tenantId, environment_id: scope.environmentId }), '']
 }
 
@@ -62,8 +61,8 @@ const asCalls = (store: ChunkStore): ChunkCalls =>
   new Proxy({} as ChunkCalls, { get: (_, method: keyof ChunkStore) => async (...args: unknown[]) => (store[method] as (...a: unknown[]) => unknown).apply(store, args) })
 
 /** A fetch through the consumer's steps: chunks, lookup, meters, insert text, insert (split when refused). */
-async function throughChunks(calls: ChunkCalls, texts: string[], token: string, maxRows = 1000, records?: Float64Array<ArrayBuffer>) {
-  const fetch = await calls.fetch(...pack(texts), maxRows, records)
+async function throughChunks(calls: ChunkCalls, texts: string[], token: string, maxRows = 1000) {
+  const fetch = await calls.fetch(...pack(texts), maxRows)
   const chunks = []
   let pending: number[] = []
   for (let c = await calls.next(fetch); c; c = await calls.next(fetch)) {
@@ -179,20 +178,20 @@ describe('the decode thread', () => {
     expect(await drops()).toBe(recorded)
   })
 
-  it("tells a client's copies received in the same millisecond by another ingest from the same records read again", async () => {
+  it("tells a client's copies received in the same millisecond by another ingest from the same copies read again", async () => {
     const drops = async () => (await rows('event_drops', TABLES.event_drops, 'ms9')).length
-    const texts = records('ms9')
-    // The records' identities (UsageEvent.record): as read from partition 0 at offsets 0–6, then the copies another
-    // ingest wrote at offsets 100–106, with the very receipt instants of the first.
-    const [originals, copies] = [0, 100].map((first) => Float64Array.from(texts, (_, i) => kafkaRecord(0, String(first + i))))
-    const [first] = await throughChunks(asCalls(new ChunkStore()), texts, 'ms-first', 1000, originals)
+    // The same events at the same instant: as one ingest received them (receipt 1), and the copies another ingest
+    // received in the same millisecond (receipt 2).
+    const [first] = await throughChunks(asCalls(new ChunkStore()), records('ms9', undefined, 1), 'ms-first')
     expect(first.result).toMatchObject({ stored: 4, duplicates: 1, rejected: 1, replayed: 0 })
-    const [copied] = await throughChunks(asCalls(new ChunkStore()), texts, 'ms-copies', 1000, copies)
-    expect(copied.result).toMatchObject({ stored: 0, duplicates: 5, rejected: 1, replayed: 0 })
+    const copies = records('ms9', undefined, 2)
+    const [copied] = await throughChunks(asCalls(new ChunkStore()), copies, 'ms-copies')
+    // The record that is not an event has no receipt nor instant: its rejection is the one recorded first.
+    expect(copied.result).toMatchObject({ stored: 0, duplicates: 5, rejected: 0, replayed: 1 })
     const recorded = await drops()
-    expect(recorded).toBe(8)
-    // The copies read again (a crash before their commit): those records, recorded already.
-    const [again] = await throughChunks(asCalls(new ChunkStore()), texts, 'ms-again', 1000, copies)
+    expect(recorded).toBe(7)
+    // The copies read again (a crash before their commit, or a producer's retry writing them twice): recorded already.
+    const [again] = await throughChunks(asCalls(new ChunkStore()), copies, 'ms-again')
     expect(again.result).toMatchObject({ stored: 0, duplicates: 0, rejected: 0, replayed: 6 })
     expect(await drops()).toBe(recorded)
   })

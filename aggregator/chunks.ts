@@ -5,7 +5,7 @@
 // events would cost as much as decoding them again).
 import { Buffer } from 'node:buffer'
 import { Worker } from 'node:worker_threads'
-import { decodeRecord, MAX_ID_LENGTH, type UsageEvent } from '../core/events.ts'
+import { decodeRecord, MAX_ID_LENGTH, receiptOf, type UsageEvent } from '../core/events.ts'
 import type { MeterRules } from '../core/meters.ts'
 import type { Scope } from '../core/scope.ts'
 import { candidatesOf, freshOf, RecordedDrops, outcomesOf, partToken, refusedRow, scopesOf, type BatchCounts, type BatchRows, type Candidates, type Rejected, type RefusedRow } from './outcomes.ts'
@@ -81,12 +81,11 @@ export interface ChunkRows {
   result: BatchCounts
 }
 
-/** A fetch's record values: record i is bytes [starts[i], ends[i]), its identity records[i] (UsageEvent.record). */
+/** A fetch's record values: record i is bytes [starts[i], ends[i]). */
 interface Fetch {
   bytes: Buffer
   starts: Uint32Array
   ends: Uint32Array
-  records: Float64Array
   maxRows: number
   /** The next record to decode. */
   next: number
@@ -120,9 +119,8 @@ interface Decoded {
 const LATEST = Date.UTC(2200, 0, 1)
 
 /** Dead elements that still name their event are also recorded in ClickHouse, so the lookup can say why. */
-function rejectedOf(dead: { raw: unknown; reason: string; record: number }[], records: Float64Array): Rejected[] {
-  return dead.flatMap(({ raw, reason, record: i }) => {
-    const record = records[i] || undefined
+function rejectedOf(dead: { raw: unknown; reason: string }[]): Rejected[] {
+  return dead.flatMap(({ raw, reason }) => {
     const r = (raw ?? {}) as Record<string, unknown>
     const [id, tenantId, environmentId] = [r.id, r.tenant_id, r.environment_id]
     if (typeof id !== 'string' || typeof tenantId !== 'string' || typeof environmentId !== 'string') return []
@@ -133,13 +131,13 @@ function rejectedOf(dead: { raw: unknown; reason: string; record: number }[], re
       const at = typeof v === 'string' || typeof v === 'number' ? new Date(v) : undefined
       return at && at.getTime() >= 0 && at.getTime() < LATEST ? at : undefined
     }
-    const event = { id, tenantId, environmentId, externalCustomerId: text(r.external_customer_id), eventName: text(r.event_name), timestamp: instant(r.timestamp), receivedAt: instant(r.received_at), record }
+    const event = { id, tenantId, environmentId, externalCustomerId: text(r.external_customer_id), eventName: text(r.event_name), timestamp: instant(r.timestamp), receivedAt: instant(r.received_at), receipt: receiptOf(r.receipt) }
     return [{ event, reason }]
   })
 }
 
 /** Records from `from` on, up to `to` or until `maxRows` events and dead elements. */
-function decodeRecords({ bytes, starts, ends, records }: Fetch, from: number, to: number, maxRows: number): Decoded {
+function decodeRecords({ bytes, starts, ends }: Fetch, from: number, to: number, maxRows: number): Decoded {
   const events: UsageEvent[] = []
   const dead: (Dead & { raw: unknown })[] = []
   let i = from
@@ -150,13 +148,11 @@ function decodeRecords({ bytes, starts, ends, records }: Fetch, from: number, to
       continue
     }
     for (const d of decodeRecord(text)) {
-      if (d.ok) {
-        if (records[i]) d.event.record = records[i]
-        events.push(d.event)
-      } else dead.push({ record: i, value: typeof d.raw === 'string' ? d.raw : JSON.stringify(d.raw), raw: d.raw, reason: d.reason })
+      if (d.ok) events.push(d.event)
+      else dead.push({ record: i, value: typeof d.raw === 'string' ? d.raw : JSON.stringify(d.raw), raw: d.raw, reason: d.reason })
     }
   }
-  return { events, rejected: rejectedOf(dead, records), dead: dead.map(({ record, value, reason }) => ({ record, value, reason })), to: i }
+  return { events, rejected: rejectedOf(dead), dead: dead.map(({ record, value, reason }) => ({ record, value, reason })), to: i }
 }
 
 /**
@@ -215,10 +211,10 @@ export class ChunkStore {
     return c
   }
 
-  /** Holds a fetch's records (packRecords) and their identities (0: unknown), to be cut into chunks of up to `maxRows` events. */
-  fetch(bytes: Uint8Array, starts: Uint32Array, ends: Uint32Array, maxRows: number, records = new Float64Array(ends.length)): number {
+  /** Holds a fetch's records (packRecords), to be cut into chunks of up to `maxRows` events. */
+  fetch(bytes: Uint8Array, starts: Uint32Array, ends: Uint32Array, maxRows: number): number {
     const id = ++this.lastId
-    this.fetches.set(id, { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), starts, ends, records, maxRows, next: 0 })
+    this.fetches.set(id, { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), starts, ends, maxRows, next: 0 })
     return id
   }
 

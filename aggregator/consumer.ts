@@ -15,7 +15,6 @@
 import type { Consumer, EachBatchPayload, KafkaMessage, Producer } from 'kafkajs'
 import { encodeEvent } from '../core/events.ts'
 import { eventKey } from '../core/partition.ts'
-import { kafkaRecord } from '../core/record-id.ts'
 import type { Deps } from '../infra/deps.ts'
 import type { KafkaHandle } from '../infra/kafka.ts'
 import { packRecords, startChunkThread, type ChunkRows, type ChunkThread, type Dead, type DecodedChunk } from './chunks.ts'
@@ -207,7 +206,7 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
     let fetch: number | undefined
     let unjoined: number | undefined
     try {
-      fetch = await t.calls.fetch(...packRecords(messages.map((m) => m.value)), batch.aggregatorMaxRows, Float64Array.from(messages, (m) => kafkaRecord(b.partition, m.offset)))
+      fetch = await t.calls.fetch(...packRecords(messages.map((m) => m.value)), batch.aggregatorMaxRows)
       // (Each turn has its own `c`: the chunk's insert below reads it after the loop moved on.)
       for (let c = await t.calls.next(fetch); c; c = await t.calls.next(fetch)) {
         unjoined = c.id

@@ -7,7 +7,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Deps } from '../infra/deps.ts'
 import type { EventLog, LogBatch } from '../infra/event-log.ts'
-import { logRecord } from '../core/record-id.ts'
 import type { Scope } from '../core/scope.ts'
 import { startChunkThread, type ChunkRows, type ChunkThread } from './chunks.ts'
 import type { RetryPolicy } from './retry.ts'
@@ -34,8 +33,7 @@ interface Prepared {
  * own arrays stay whole for a retry after a failure.
  */
 async function prepare(deps: Deps, t: ChunkThread, batch: LogBatch, policy: RetryPolicy, inFlight: Prepared | undefined, filter: PartitionLookup): Promise<Prepared> {
-  const records = Float64Array.from(batch.starts, (start) => logRecord(batch.segment, batch.from + start))
-  const fetch = await t.calls.fetch(batch.bytes.slice(), batch.starts.slice(), batch.ends.slice(), Number.MAX_SAFE_INTEGER, records)
+  const fetch = await t.calls.fetch(batch.bytes.slice(), batch.starts.slice(), batch.ends.slice(), Number.MAX_SAFE_INTEGER)
   const c = await t.calls.next(fetch)
   await t.calls.release(fetch)
   if (!c) return { batch, thread: t }

@@ -74,11 +74,11 @@ function inAny(sets: readonly EventIds[], k: UsageEvent): boolean {
 
 /**
  * The candidates the lookup did not find stored; the others join the duplicates, but for copies read again (their
- * stored copy was received at the same instant: the same record, replayed after a crash or a rebalance), which are
+ * stored copy is the same copy, sameCopy: read again after a crash or a rebalance, or written twice by a producer's retry), which are
  * dropped without a trace: the client sent them once. Duplicates already recorded by an earlier read of the same
  * records (`recorded`, by key, duplicate and receipt instant) are dropped too, so the report counts what clients sent.
  */
-export function freshOf({ candidates, keys, duplicates }: Candidates, { keys: stored, receipts }: StoredKeys, recorded?: RecordedDrops): Classified {
+export function freshOf({ candidates, keys, duplicates }: Candidates, { keys: stored, copies }: StoredKeys, recorded?: RecordedDrops): Classified {
   if (stored.size === 0) return { fresh: candidates, keys, duplicates, replayed: 0 }
   const fresh: UsageEvent[] = []
   let replayed = 0
@@ -86,8 +86,8 @@ export function freshOf({ candidates, keys, duplicates }: Candidates, { keys: st
     if (!stored.has(e)) fresh.push(e)
     else {
       keys.delete(e)
-      const receipt = receipts.get(keyOf(e))
-      if (receipt && sameCopy(receipt, e)) replayed++
+      const copy = copies.get(keyOf(e))
+      if (copy && sameCopy(copy, e)) replayed++
       else duplicates.push(e)
     }
   }
@@ -105,16 +105,16 @@ export interface Classified {
 }
 
 /**
- * The drops an earlier read recorded, by key, kind and copy: by record where the row has one, else by receipt instant
- * (rows from before records were kept), so that a copy sent again in the same millisecond is not taken for one recorded.
+ * The drops an earlier read recorded, by key, kind and copy: by receipt where the row has one, else by receipt instant
+ * (rows from before receipts), so that a copy sent again in the same millisecond is not taken for one recorded.
  */
 export class RecordedDrops {
   private readonly known = new Set<string>()
 
   constructor(rows: DropRow[]) {
-    for (const [tenantId, environmentId, id, kind, received, record] of rows) {
+    for (const [tenantId, environmentId, id, kind, received, receipt] of rows) {
       const k = `${keyOf({ tenantId, environmentId, id })}\u0000${kind}`
-      this.known.add(record === '0' ? `${k}\u0000t${received}` : `${k}\u0000r${record}`)
+      this.known.add(receipt === '0' ? `${k}\u0000t${received}` : `${k}\u0000r${receipt}`)
     }
   }
 
@@ -123,9 +123,9 @@ export class RecordedDrops {
   }
 
   /** Whether this copy of the event was recorded as a drop of this kind. */
-  has(e: EventKey & Partial<Pick<UsageEvent, 'receivedAt' | 'record'>>, kind: string): boolean {
+  has(e: EventKey & Partial<Pick<UsageEvent, 'receivedAt' | 'receipt'>>, kind: string): boolean {
     const k = `${keyOf(e)}\u0000${kind}`
-    return (e.record !== undefined && e.record !== 0 && this.known.has(`${k}\u0000r${e.record}`)) || this.known.has(`${k}\u0000t${e.receivedAt?.getTime() ?? 0}`)
+    return (e.receipt !== undefined && this.known.has(`${k}\u0000r${e.receipt}`)) || this.known.has(`${k}\u0000t${e.receivedAt?.getTime() ?? 0}`)
   }
 }
 

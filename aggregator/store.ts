@@ -121,7 +121,7 @@ function tsvLines(values: string[]): string {
 }
 
 /** A stored key as the lookup answers it: tenant, environment, id, and when intake received the stored copy (epoch ms). */
-/** A stored id as the lookup answers it: tenant, environment, id, the receipt instant (epoch ms) and record of the copy stored. */
+/** A stored id as the lookup answers it: tenant, environment, id, the receipt instant (epoch ms) and receipt of the copy stored. */
 export type StoredRow = [string, string, string, string, string]
 
 /**
@@ -136,14 +136,14 @@ export type StoredRow = [string, string, string, string, string]
  * (aggregator/dedup-filter.ts) sends here only the ids it may hold.
  */
 export async function storedRows(ch: ClickHouse, lookup: KeyLookup): Promise<StoredRow[]> {
-  const columns = 'tenant_id, environment_id, event_id, toString(toUnixTimestamp64Milli(received_at)), toString(record)'
+  const columns = 'tenant_id, environment_id, event_id, toString(toUnixTimestamp64Milli(received_at)), toString(receipt)'
   // Many ids: the hashes first (PREWHERE), the ids only of the rows whose hash was asked.
   return idsQuery<StoredRow>(ch, lookup, ({ list, rows }) =>
     rows ? `SELECT ${columns} FROM event_ids PREWHERE id_hash IN (SELECT sipHash64(event_id) FROM ${rows}) WHERE` : `SELECT ${columns} FROM event_ids WHERE event_id IN ${list} AND`,
   )
 }
 
-/** A recorded drop as recordedDrops answers it: tenant, environment, id, kind, the receipt instant (epoch ms) and record of the copy dropped. */
+/** A recorded drop as recordedDrops answers it: tenant, environment, id, kind, the receipt instant (epoch ms) and receipt of the copy dropped. */
 export type DropRow = [string, string, string, string, string, string]
 
 /**
@@ -151,7 +151,7 @@ export type DropRow = [string, string, string, string, string, string]
  * given as rows): a chunk read again after a crash must not record its duplicates twice.
  */
 export async function recordedDrops(ch: ClickHouse, lookup: KeyLookup): Promise<DropRow[]> {
-  const columns = 'tenant_id, environment_id, event_id, toString(kind), toString(toUnixTimestamp64Milli(received_at)), toString(record)'
+  const columns = 'tenant_id, environment_id, event_id, toString(kind), toString(toUnixTimestamp64Milli(received_at)), toString(receipt)'
   return idsQuery<DropRow>(ch, lookup, ({ list }) => `SELECT ${columns} FROM event_drops WHERE event_id IN ${list} AND`)
 }
 
@@ -174,35 +174,35 @@ async function idsQuery<R>(ch: ClickHouse, { tenants, envs, ids, text }: KeyLook
   return ids?.length ? run({ list: ch.kind === 'chdb' ? '{ids:Array(String)}' : sqlStringArray(ids) }) : []
 }
 
-/** Which copy a stored row or a recorded drop was: its receipt instant (epoch ms) and intake record (0: unknown). */
-export interface Receipt {
+/** Which copy a stored row or a recorded drop was: its receipt instant (epoch ms) and receipt (0: none). */
+export interface Copy {
   ms: number
-  record: number
+  receipt: number
 }
 
 /**
- * Whether `e` is the very copy received as `r` (the same record read again, not a resend): the same instant and, where
- * both know it, the same record. Rows from before records were kept (0) compare by instant alone.
+ * Whether `e` is the very copy received as `c` (read again, not a client's resend): the same instant and, where both
+ * have one, the same receipt. Rows from before receipts (0) compare by instant alone.
  */
-export function sameCopy(r: Receipt, e: Pick<UsageEvent, 'receivedAt' | 'record'>): boolean {
-  return r.ms === (e.receivedAt?.getTime() ?? 0) && (r.record === 0 || !e.record || r.record === e.record)
+export function sameCopy(c: Copy, e: Pick<UsageEvent, 'receivedAt' | 'receipt'>): boolean {
+  return c.ms === (e.receivedAt?.getTime() ?? 0) && (c.receipt === 0 || !e.receipt || c.receipt === e.receipt)
 }
 
 /** What the lookup found stored: the keys, and which copy each stored one was (a copy read again is not a resend). */
 export interface StoredKeys {
   keys: EventIds
-  receipts: Map<string, Receipt>
+  copies: Map<string, Copy>
 }
 
 export function keysOf(rows: StoredRow[]): StoredKeys {
   const keys = new EventIds()
-  const receipts = new Map<string, Receipt>()
-  for (const [tenantId, environmentId, id, received, record] of rows) {
+  const copies = new Map<string, Copy>()
+  for (const [tenantId, environmentId, id, received, receipt] of rows) {
     const k = { tenantId, environmentId, id }
     keys.add(k)
-    receipts.set(keyOf(k), { ms: Number(received), record: Number(record) })
+    copies.set(keyOf(k), { ms: Number(received), receipt: Number(receipt) })
   }
-  return { keys, receipts }
+  return { keys, copies }
 }
 
 export type Outcome =
@@ -211,7 +211,7 @@ export type Outcome =
 
 const BATCH_COLUMNS = [
   'kind', 'tenant_id', 'environment_id', 'id', 'external_customer_id', 'customer_id', 'event_name', 'source', 'timestamp',
-  'received_at', 'properties', 'reason', 'expires_at', 'meter_ids', 'revisions', 'meter_values', 'group_values', 'unique_values', 'record',
+  'received_at', 'properties', 'reason', 'expires_at', 'meter_ids', 'revisions', 'meter_values', 'group_values', 'unique_values', 'receipt',
 ] as const
 
 const text = JSON.stringify
@@ -253,8 +253,8 @@ function meterColumns(rows: UsageRow[]): string {
 export function batchLine(o: Outcome, expiresAt: string): string {
   const e = o.event
   const head = `${tenantText(e.tenantId)},${environmentText(e.environmentId)},${quote(e.id)},${quote(e.externalCustomerId ?? '')},${customerIdText(e.customerId ?? '')},${nameText(e.eventName ?? '')},${sourceText(e.source ?? '')},${e.timestamp?.getTime() ?? 0},${e.receivedAt?.getTime() ?? 0}`
-  if (o.kind !== 'stored') return `["${o.kind}",${head},"",${quote(o.reason)},${expiresAt},[],[],[],[],[],${e.record ?? 0}]`
-  return `["stored",${head},${text(e.properties)},"",${expiresAt},${meterColumns(o.rows)},${e.record ?? 0}]`
+  if (o.kind !== 'stored') return `["${o.kind}",${head},"",${quote(o.reason)},${expiresAt},[],[],[],[],[],${e.receipt ?? 0}]`
+  return `["stored",${head},${text(e.properties)},"",${expiresAt},${meterColumns(o.rows)},${e.receipt ?? 0}]`
 }
 
 /** event_batches.expires_at of rows inserted now: the end of the dedup window. */

@@ -49,6 +49,18 @@ describe('wire form', () => {
     expect(decodeRecord(`[${encodeEvent(n.event)},${encodeEvent(other)}]`)).toEqual([{ ok: true, event: n.event }, { ok: true, event: other }])
   })
 
+  it("carries the request's receipt, and reads none where a record has no whole positive one", () => {
+    const n = normalizeEvent({ event_name: 'e', external_customer_id: 'c' }, scope, { ...opts, receipt: 2 ** 48 - 1 })
+    if (!n.ok) throw new Error('invalid')
+    expect(n.event.receipt).toBe(2 ** 48 - 1)
+    expect(JSON.parse(encodeEvent(n.event)).receipt).toBe(2 ** 48 - 1)
+    expect(decodeRecord(encodeEvent(n.event))).toEqual([{ ok: true, event: n.event }])
+    for (const receipt of [0, -3, 1.5, '7', null]) {
+      const [d] = decodeRecord(JSON.stringify({ ...JSON.parse(encodeEvent(n.event)), receipt }))
+      expect(d.ok && d.event.receipt).toBeUndefined()
+    }
+  })
+
   it('keeps the good events of a record and names the bad one', () => {
     const n = normalizeEvent({ event_name: 'e', external_customer_id: 'c' }, scope, opts)
     if (!n.ok) throw new Error('invalid')

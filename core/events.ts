@@ -26,10 +26,10 @@ export interface UsageEvent {
   receivedAt: Date
   properties: Record<string, unknown>
   /**
-   * The intake record that carried it (a Kafka partition and offset, or an event log position), when read from one:
-   * a stored copy of the same record is a read again, not a client's resend.
+   * The request that brought it in, as its ingest process numbered it (random, per request): a stored copy with the
+   * same receipt is the same copy read again (after a crash or a rebalance, or a producer's retry), not a client's resend.
    */
-  record?: number
+  receipt?: number
 }
 
 type FieldErrors = Record<string, string>
@@ -41,6 +41,8 @@ const EARLIEST_MS = 0
 
 export interface NormalizeOptions {
   receivedAt: Date
+  /** The request's receipt (UsageEvent.receipt). */
+  receipt?: number
   maxFutureMs: number
   newId: () => string
 }
@@ -170,6 +172,7 @@ export function normalizeEvent(input: EventInput, scope: Scope, opts: NormalizeO
       timestamp,
       receivedAt: opts.receivedAt,
       properties: input.properties ?? {},
+      receipt: opts.receipt,
     },
   }
 }
@@ -204,6 +207,7 @@ export const wireEvent = (e: UsageEvent): object => ({
   timestamp: timestampIso(e.timestamp.getTime()),
   received_at: receivedIso(e.receivedAt.getTime()),
   properties: e.properties,
+  receipt: e.receipt,
 })
 
 /** The wire form of an accepted event (Kafka message value), ISO instants with milliseconds. */
@@ -231,6 +235,8 @@ function instantCache(): (v: unknown) => number {
 }
 const timestampMs = instantCache()
 const receivedMs = instantCache()
+/** A wire event's receipt, when it has one (records written before receipts, or by another producer, have none). */
+export const receiptOf = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : undefined)
 const REQUIRED_TEXTS = ['id', 'tenant_id', 'environment_id', 'event_name', 'external_customer_id'] as const
 
 export type Decoded = { ok: true; event: UsageEvent } | { ok: false; reason: string; raw: unknown }
@@ -260,6 +266,8 @@ function fromWire(raw: unknown): Decoded {
     receivedAt: p?.receivedAt.getTime() === receivedAt ? p.receivedAt : new Date(receivedAt),
     properties: props as Record<string, unknown>,
   }
+  const receipt = receiptOf(r.receipt)
+  if (receipt !== undefined) event.receipt = receipt
   lastDecoded = event
   return { ok: true, event }
 }

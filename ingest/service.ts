@@ -1,5 +1,6 @@
 // Intake: validate every event, normalise it, hand the valid ones to the sink and answer only once the
 // sink says they are durable. Tenant and environment come from the key, never from the body.
+import { randomInt } from 'node:crypto'
 import { AppError } from '../core/errors.ts'
 import { normalizeEvent, type EventInput, type NormalizeOptions, type UsageEvent } from '../core/events.ts'
 import { newId } from '../core/ids.ts'
@@ -35,7 +36,11 @@ function check(raw: unknown, actor: Actor, opts: NormalizeOptions): Checked {
   return n.ok ? { event: n.event } : { details: n.errors }
 }
 
-const optionsOf = (deps: Deps): NormalizeOptions => ({ receivedAt: deps.clock.now(), maxFutureMs: deps.config.maxEventFutureMs, newId: eventId })
+/**
+ * A request's options: its reception instant, and its receipt (UsageEvent.receipt), random so that two ingest processes
+ * receiving copies of an event in the same millisecond never give them the same one.
+ */
+const optionsOf = (deps: Deps): NormalizeOptions => ({ receivedAt: deps.clock.now(), receipt: randomInt(1, 2 ** 48), maxFutureMs: deps.config.maxEventFutureMs, newId: eventId })
 
 /** Hands events to the sink; counted accepted once durable, unavailable when the sink refuses them all (503). */
 async function stored(deps: Deps, events: UsageEvent[], bytes: number): Promise<void> {
