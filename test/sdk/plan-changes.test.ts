@@ -52,6 +52,13 @@ describe('plan changes through the SDK', () => {
     expect((await fp.subscriptions.getSubscription(subId)).planId).toBe(ids.premium)
   })
 
+  it('with always_invoice, answers the SUBSCRIPTION_UPDATE invoice made now', async () => {
+    const subId = await subscribe(ids.basic)
+    // always_invoice is not in the SDK's typed enum, which is open: the value is sent as given.
+    const done = await fp.subscriptions.executeSubscriptionChange(subId, { ...request(ids.premium, 'immediate'), prorationBehavior: 'always_invoice' as never })
+    expect([done.invoice?.billingReason, done.invoice?.total, done.invoice?.subscriptionId]).toEqual(['SUBSCRIPTION_UPDATE', '20', subId])
+  })
+
   it('schedules a downgrade for the period end, lists it, reads it and cancels it', async () => {
     const subId = await subscribe(ids.premium)
     const done = await fp.subscriptions.executeSubscriptionChange(subId, request(ids.basic, 'end_of_period'))
