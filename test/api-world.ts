@@ -240,6 +240,14 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/creditnotes': [{ invoice_id: ids.invoiceFinal, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: ids.invoiceLine, amount: '0.50' }] }],
     'POST /v1/creditnotes/search': [{ invoice_id: ids.invoiceFinal }],
     'POST /v1/payments/search': [{ invoice_id: ids.invoiceFinal }],
+    'POST /v1/payments': [{ destination_type: 'INVOICE', destination_id: ids.invoiceOpen, payment_method_type: 'OFFLINE', amount: '0.01', currency: 'USD', process_payment: false }],
+    'PUT /v1/payments/{id}': [{ metadata: { note: 'x' } }],
+    'PUT /v1/environments/{id}': [{ name: unique('env') }],
+    'POST /v1/environments': [{ name: unique('env'), type: 'development' }],
+    'PUT /v1/tenants/update': [{ metadata: { team: 'billing' } }],
+    'POST /v1/users': [{ type: 'service_account', roles: ['read'] }],
+    'POST /v1/alerts/search': [{ entity_id: ids.wallet, customer_id: ids.customer }],
+    'POST /v1/users/search': [{ user_ids: [ids.apiKey] }],
     'POST /v1/coupons/{id}/associations': [{ subscription_id: ids.subscription2, subscription_line_item_id: ids.lineItem }],
     'POST /v1/coupons': [
       { name: unique('c'), type: 'fixed', cadence: 'once', amount_off: '1', currency: 'USD' },
@@ -276,7 +284,7 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
   }
 }
 
-const RECORD_DELETES = ['customers', 'features', 'plans', 'addons', 'prices', 'prices/units', 'entitlements', 'groups', 'creditgrants', 'coupons', 'taxes/rates', 'taxes/associations', 'webhooks/endpoints', 'connections'].map((r) => `/v1/${r}/{id}`)
+const RECORD_DELETES = ['customers', 'features', 'plans', 'addons', 'prices', 'prices/units', 'entitlements', 'groups', 'creditgrants', 'coupons', 'taxes/rates', 'taxes/associations', 'webhooks/endpoints', 'connections', 'payments'].map((r) => `/v1/${r}/{id}`)
 
 /** The concrete value of a path parameter for an operation in this world. */
 function pathValue(w: World, path: string, param: string): string {
@@ -290,6 +298,7 @@ function pathValue(w: World, path: string, param: string): string {
   if (param === 'environment_id') return ids.environment
   if (param === 'run_id') return ids.planSync
   if (param === 'code') return names.priceUnit
+  if (param === 'role_id') return 'read'
   const kind = PATH_KIND[path] ?? ID_KIND.find(([prefix]) => path.startsWith(prefix))?.[1]
   if (!kind || !ids[kind]) throw new Error(`no world id for ${param} of ${path}`)
   return ids[kind]
@@ -297,6 +306,7 @@ function pathValue(w: World, path: string, param: string): string {
 
 // Operations that need a record in a particular state.
 const PATH_KIND: Record<string, string> = {
+  '/v1/environments/{id}': 'environment',
   '/v1/environments/{id}/clone': 'environment',
   '/v1/subscriptions/{id}/activate': 'draftSubscription',
   '/v1/subscriptions/lineitems/{id}': 'lineItem',

@@ -36,7 +36,7 @@ export const environmentRoutes: Route[] = [
     method: 'PUT',
     path: '/v1/environments/{id}',
     tag: 'Environments',
-    summary: "Rename an environment or replace its metadata (the tenant's owner key); its type and slug stay",
+    summary: "Rename an environment or replace its metadata (the tenant's owner key, or the environment's admin key); its type and slug stay",
     permission: 'admin',
     body: { type: 'object', additionalProperties: false, properties: environmentFields },
     handler: async ({ deps, actor, params, body }) => toWire(await service.updateEnvironment(deps, actor, params.id, body)),

@@ -459,7 +459,9 @@ export const subscriptionRoutes: Route[] = [
       tag: 'Subscriptions',
       summary: 'Removed by the specification (pause and resume no longer exist): always 410',
       permission: 'read',
-      handler: async () => {
+      // Another environment's or tenant's subscription stays not found, as for every other operation.
+      handler: async ({ deps, actor, params }) => {
+        await read.requireSubscription(deps.sql, actor, params.id)
         throw new AppError('invalid_operation', 'pausing and resuming subscriptions was removed from the API; cancel the subscription instead', { operation: op }, { status: 410 })
       },
     }),

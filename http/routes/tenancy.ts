@@ -1,5 +1,6 @@
 // Flexprice's tenant, user and RBAC calls over what this service has: one tenant per key, API keys as the only
-// users (service accounts), and the four fixed roles keys hold.
+// users (service accounts), and the four fixed roles keys hold. A tenant and a role are not records of an
+// environment: their path parameters are named for what they are ({tenant_id}, {role_id}), not {id}.
 import { ROLES } from '../../core/scope.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { defineRoute, type Route } from '../route.ts'
@@ -43,11 +44,11 @@ export const tenancyRoutes: Route[] = [
   }),
   defineRoute({
     method: 'GET',
-    path: '/v1/tenants/{id}',
+    path: '/v1/tenants/{tenant_id}',
     tag: TAG,
     summary: "The caller's tenant (another is not found)",
     permission: 'read',
-    handler: async ({ deps, actor, params }) => toWire(await tenants.getTenant(deps, actor, params.id)),
+    handler: async ({ deps, actor, params }) => toWire(await tenants.getTenant(deps, actor, params.tenant_id)),
   }),
   defineRoute<{ type: string }>({
     method: 'POST',
@@ -79,5 +80,5 @@ export const tenancyRoutes: Route[] = [
     },
   }),
   defineRoute({ method: 'GET', path: '/v1/rbac/roles', tag: TAG, summary: 'The four roles a key may hold (fixed)', permission: 'read', handler: async () => listRoles() }),
-  defineRoute({ method: 'GET', path: '/v1/rbac/roles/{id}', tag: TAG, summary: 'One of the four roles', permission: 'read', handler: async ({ params }) => getRole(params.id) }),
+  defineRoute({ method: 'GET', path: '/v1/rbac/roles/{role_id}', tag: TAG, summary: 'One of the four roles', permission: 'read', handler: async ({ params }) => getRole(params.role_id) }),
 ]

@@ -112,7 +112,6 @@ describe('payments made directly', () => {
       [{ currency: 'EUR' }, 'currency'],
       [{ amount: '0' }, 'amount'],
       [{ amount: '1.234' }, 'amount'],
-      [{ destinationId: 'inv_missing' }, 'destination_id'],
       [{ paymentMethodType: 'CREDITS' }, 'payment/attempt'],
     ]
     for (const [change, named] of cases) {
@@ -120,6 +119,8 @@ describe('payments made directly', () => {
       expect(err.statusCode).toBe(400)
       expect(`${err.message} ${err.error?.internalError}`).toContain(named)
     }
+    const missing = await failure(fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: 'inv_missing', paymentMethodType: 'OFFLINE', amount: '5', currency: 'USD' }))
+    expect([missing.statusCode, JSON.parse(missing.body).details]).toEqual([404, { id: 'inv_missing', destination_id: 'inv_missing' }])
     expect((await fp.payments.listPayments({ destinationId: invoiceId })).items).toEqual([])
     expect((await fp.invoices.getInvoice(invoiceId)).amountPaid).toBe('0')
   })
@@ -144,8 +145,10 @@ describe('environments', () => {
     const staging = sdk(t.h, minted.body.api_key)
     await staging.customers.createCustomer({ externalId: 'staging-only', name: 'Staged' })
     expect((await fp.customers.queryCustomer({ externalId: 'staging-only' })).items).toEqual([])
-    // Not the owner key: an environment's admin key does not make environments.
+    // Not the owner key: an environment's admin key does not make environments, renames its own and finds no other.
     expect((await failure(staging.environments.createEnvironment({ name: 'Another', type: 'development' }))).statusCode).toBe(403)
+    expect((await staging.environments.updateEnvironment(env.id!, { name: 'Staging' })).name).toBe('Staging')
+    expect((await failure(staging.environments.updateEnvironment(t.h.tenant.environments.production, { name: 'Mine' }))).statusCode).toBe(404)
   })
 })
 

@@ -6,12 +6,12 @@
 import { moneyAmount } from '../../../core/billing/amounts.ts'
 import { applyPayment } from '../../../core/billing/payments.ts'
 import { assertRecordTransition, type RecordStatus } from '../../../core/billing/payment-records.ts'
-import { AppError, invalidOperation, notFound, validationError } from '../../../core/errors.ts'
+import { invalidOperation, notFound, validationError } from '../../../core/errors.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import { deleteRecord, insertRecord, updateRecord, type Audit } from '../../../infra/records.ts'
-import { auditOf, transaction } from '../../records/service.ts'
+import { auditOf, referenced, transaction } from '../../records/service.ts'
 import { paymentState, PAID, settleInvoice } from '../invoices/payments.ts'
 import { lockInvoice } from '../invoices/read.ts'
 import { announcePayment, stamps, viewOf, type PaymentView } from './service.ts'
@@ -90,9 +90,7 @@ export async function createPayment(deps: Deps, actor: Actor, input: CreatePayme
       const earlier = await store.paymentByIdempotencyKey(tx, actor, input.idempotency_key)
       if (earlier) return viewOf(tx, actor, earlier)
     }
-    const invoice = await lockInvoice(tx, actor, input.destination_id).catch((err: unknown) => {
-      throw err instanceof AppError && err.code === 'not_found' ? validationError('destination_id', `invoice ${input.destination_id} not found`) : err
-    })
+    const invoice = await referenced('destination_id', lockInvoice(tx, actor, input.destination_id))
     if (input.currency.toUpperCase() !== invoice.currency.toUpperCase()) throw validationError('currency', `is ${input.currency}, the invoice's is ${invoice.currency}`)
     if (invoice.invoice_status !== 'FINALIZED') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}: only a finalized invoice takes payments`, { invoice_status: invoice.invoice_status })
     if (PAID.includes(invoice.payment_status)) throw invalidOperation(`invoice ${invoice.id} is already paid (${invoice.payment_status})`, { payment_status: invoice.payment_status })

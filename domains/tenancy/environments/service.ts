@@ -1,5 +1,6 @@
-// A tenant's environments: production and sandbox made with the tenant, more made and renamed over the API
-// (Flexprice's createEnvironment, updateEnvironment) by the tenant's owner key, which also mints their keys.
+// A tenant's environments: production and sandbox made with the tenant, more made over the API (Flexprice's
+// createEnvironment) by the tenant's owner key, which also mints their keys; renamed (updateEnvironment) by it or
+// by the environment's own admin key.
 import { AppError, notFound, validationError } from '../../../core/errors.ts'
 import { newId } from '../../../core/ids.ts'
 import type { Actor } from '../../../core/scope.ts'
@@ -25,7 +26,7 @@ export async function listEnvironments(deps: Deps, actor: Actor, params: ListPar
   return page(rows, total, params)
 }
 
-/** Environments are the tenant's: only its owner key (the one it was created with) makes or renames them. */
+/** Environments are the tenant's: only its owner key (the one it was created with) makes them. */
 function requireOwner(actor: Actor, doing: string): void {
   if (!actor.owner) throw new AppError('permission_denied', `${doing} takes the tenant's owner key (the key the tenant was created with)`, {})
 }
@@ -44,10 +45,12 @@ export async function createEnvironment(deps: Deps, actor: Actor, input: Environ
   return uniquely('environment', [{ index: 'environments_tenant_id_slug_key', field: 'name', value: input.name }], () => store.insertEnvironment(deps.sql, row))
 }
 
-/** Renames an environment or replaces its metadata; its type is fixed at creation (as Flexprice's). */
+/**
+ * Renames an environment or replaces its metadata; its type is fixed at creation (as Flexprice's). The owner key
+ * changes any of the tenant's, an environment's admin key its own (another is not found for it, as its records are).
+ */
 export async function updateEnvironment(deps: Deps, actor: Actor, id: string, input: Partial<EnvironmentInput>): Promise<store.EnvironmentRow> {
-  requireOwner(actor, 'changing an environment')
-  const current = await store.findEnvironment(deps.sql, actor.tenantId, id)
+  const current = actor.owner || id === actor.environmentId ? await store.findEnvironment(deps.sql, actor.tenantId, id) : undefined
   if (!current || current.status !== 'published') throw notFound('environment', id)
   if (input.type !== undefined && input.type !== current.type) throw validationError('type', `cannot be changed: the environment is ${current.type}`)
   const row = await store.updateEnvironment(deps.sql, actor.tenantId, id, { name: input.name, metadata: input.metadata }, actor.keyId, deps.clock.now())
