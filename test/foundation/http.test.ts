@@ -52,7 +52,7 @@ describe('HTTP conventions', () => {
     expect((await h.http('GET', '/v1/customers/wallets')).body).toEqual(errorShape(400, 'validation_error'))
     const options = await h.http('OPTIONS', '/v1/environments')
     expect(options.status).toBe(200)
-    expect(options.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'HEAD'])
+    expect(options.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'HEAD', 'POST'])
     expect((await h.http('OPTIONS', '/v1/no-such-thing')).status).toBe(404)
     // The router answered a method it does not know with 501, which reached clients as an internal error (500).
     expect((await h.http('PROPFIND', '/v1/environments')).body).toEqual(errorShape(405, 'invalid_operation'))
