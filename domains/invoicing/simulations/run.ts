@@ -119,7 +119,7 @@ async function summarize(deps: Deps, id: string) {
   let customers = 0
   let invoices = 0
   for (let after = ''; ; ) {
-    const page = await store.customersAfter(deps.sql, id, after, 1000)
+    const page = await store.customersAfter(deps.sql, id, after, 1000, { lines: false })
     if (page.length === 0) break
     after = page[page.length - 1].customer_id
     for (const c of page) {

@@ -136,7 +136,7 @@ export const EXPORT_COLUMNS: readonly CsvColumn[] = [
  */
 export async function* exportRows(deps: Deps, id: string): AsyncGenerator<readonly CsvValue[]> {
   for (let after = ''; ; ) {
-    const page = await store.customersAfter(deps.sql, id, after, 500)
+    const page = await store.customersAfter(deps.sql, id, after, 500, { lines: true })
     if (page.length === 0) return
     after = page[page.length - 1].customer_id
     for (const c of page.map(customerView)) {

@@ -124,9 +124,13 @@ export async function customerPage(db: Db, id: string, p: { sort: CustomerSort; 
   return { items: rows.map((r) => decode(r as never)), total: n }
 }
 
-/** Customers' results in customer id order after `after`: the totals and the export read them a page at a time. */
-export async function customersAfter(db: Db, id: string, after: string, limit: number): Promise<CustomerResult[]> {
-  const rows = await db`SELECT customer_id, sum(current)::text AS current, sum(candidate)::text AS candidate, sum(invoices)::int AS invoices, jsonb_agg(lines) AS lines
+/**
+ * Customers' results in customer id order after `after`: the totals and the export read them a page at a time. The
+ * totals need no lines (`lines: false`: each customer's lines are empty).
+ */
+export async function customersAfter(db: Db, id: string, after: string, limit: number, opts: { lines: boolean }): Promise<CustomerResult[]> {
+  const lines = opts.lines ? db`jsonb_agg(lines)` : db`'[]'::jsonb`
+  const rows = await db`SELECT customer_id, sum(current)::text AS current, sum(candidate)::text AS candidate, sum(invoices)::int AS invoices, ${lines} AS lines
     FROM pricing_simulation_results WHERE simulation_id = ${id} AND customer_id > ${after} GROUP BY customer_id ORDER BY customer_id LIMIT ${limit}`
   return rows.map((r) => decode(r as never))
 }
