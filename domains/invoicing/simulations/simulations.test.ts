@@ -206,4 +206,15 @@ describe('pricing simulation', () => {
     expect([again.status, again.totals.current, again.totals.candidate, again.totals.customers]).toEqual(['completed', '80', '120', 1])
     expect((await customersOf(sim.id)).items).toHaveLength(1)
   })
+
+  it('a subscription whose prices the candidate does not change bills the same: 0 difference', async () => {
+    const R = await plan(h, { prices: [fixedPrice('15.00', { display_name: 'Basic' })] })
+    const c = await customer(h)
+    expect((await post('/v1/subscriptions', { customer_id: c.id, plan_id: R.id, currency: 'USD', billing_period: 'MONTHLY', collection_method: 'send_invoice', start_date: '2024-01-01T00:00:00Z' })).status).toBe(201)
+    expect((await post('/v1/jobs/billing-run/run')).body.summary.failed).toBe(0)
+    // 15.00 on 1 February and on 1 March.
+    const [current, candidate, sim] = await amounts(c.id, usageOnly({ amount: '0.20' }))
+    expect([current, candidate, sim.totals.difference]).toEqual(['30', '30', '0'])
+    expect(sim.distribution.find((b: any) => b.from_percent === 0 && b.to_percent === 0).customers).toBe(1)
+  })
 })
