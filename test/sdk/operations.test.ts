@@ -69,6 +69,8 @@ describe('payments made directly', () => {
     expect((await fp.invoices.getInvoice(invoiceId)).amountPaid).toBe('30.25')
     const replay = await fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'OFFLINE', amount: '69.75', currency: 'USD', processPayment: false, idempotencyKey: 'wire-77' })
     expect(replay.id).toBe(second.id)
+    const reused = await failure(fp.payments.createPayment({ destinationType: 'INVOICE', destinationId: invoiceId, paymentMethodType: 'OFFLINE', amount: '1', currency: 'USD', processPayment: false, idempotencyKey: 'wire-77' }))
+    expect([reused.statusCode, JSON.parse(reused.body).details]).toEqual([409, { idempotency_key: 'wire-77' }])
     expect(await fp.payments.updatePayment(second.id!, { metadata: { wire: 'W-77' } })).toMatchObject({ paymentStatus: 'PENDING', metadata: { wire: 'W-77' } })
     expect(await fp.payments.processPayment(second.id!)).toMatchObject({ paymentStatus: 'SUCCEEDED', amount: '69.75' })
     expect(await fp.invoices.getInvoice(invoiceId)).toMatchObject({ paymentStatus: 'SUCCEEDED', amountPaid: '100', amountRemaining: '0' })

@@ -6,12 +6,13 @@
 import { moneyAmount } from '../../../core/billing/amounts.ts'
 import { applyPayment } from '../../../core/billing/payments.ts'
 import { assertRecordTransition, type RecordStatus } from '../../../core/billing/payment-records.ts'
-import { invalidOperation, notFound, validationError } from '../../../core/errors.ts'
+import { alreadyExists, invalidOperation, notFound, validationError } from '../../../core/errors.ts'
+import { D } from '../../../core/money.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
-import { deleteRecord, insertRecord, updateRecord, type Audit } from '../../../infra/records.ts'
-import { auditOf, referenced, transaction } from '../../records/service.ts'
+import { deleteRecord, insertRecord, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import { paymentState, PAID, settleInvoice } from '../invoices/payments.ts'
 import { lockInvoice } from '../invoices/read.ts'
 import { announcePayment, stamps, viewOf, type PaymentView } from './service.ts'
@@ -86,11 +87,15 @@ export async function createPayment(deps: Deps, actor: Actor, input: CreatePayme
   }
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
+    const invoice = await referenced('destination_id', lockInvoice(tx, actor, input.destination_id))
+    // After the invoice's lock: a retry racing its first try on the same invoice waits for it and answers its payment.
     if (input.idempotency_key) {
       const earlier = await store.paymentByIdempotencyKey(tx, actor, input.idempotency_key)
+      if (earlier && (earlier.destination_id !== invoice.id || !earlier.amount.eq(new D(input.amount)))) {
+        throw alreadyExists(`idempotency_key ${input.idempotency_key} was used for another payment (${earlier.id})`, { idempotency_key: input.idempotency_key })
+      }
       if (earlier) return viewOf(tx, actor, earlier)
     }
-    const invoice = await referenced('destination_id', lockInvoice(tx, actor, input.destination_id))
     if (input.currency.toUpperCase() !== invoice.currency.toUpperCase()) throw validationError('currency', `is ${input.currency}, the invoice's is ${invoice.currency}`)
     if (invoice.invoice_status !== 'FINALIZED') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}: only a finalized invoice takes payments`, { invoice_status: invoice.invoice_status })
     if (PAID.includes(invoice.payment_status)) throw invalidOperation(`invoice ${invoice.id} is already paid (${invoice.payment_status})`, { payment_status: invoice.payment_status })
@@ -98,7 +103,8 @@ export async function createPayment(deps: Deps, actor: Actor, input: CreatePayme
     if (!amount.gt(0)) throw validationError('amount', 'must be greater than 0')
     // OFFLINE money is received when it is recorded: processed, the payment SUCCEEDS at once.
     const status: RecordStatus = process ? 'SUCCEEDED' : input.payment_method_type === 'OFFLINE' ? 'PENDING' : 'INITIATED'
-    const row = await insertRecord<store.PaymentRow>(tx, store.PAYMENTS, actor, audit, {
+    const key = [{ index: 'payments_idempotency_key', field: 'idempotency_key', value: input.idempotency_key }]
+    const row = await uniquely('payment', key, () => insertRecord<store.PaymentRow>(tx, store.PAYMENTS, actor, audit, {
       destination_type: 'INVOICE',
       destination_id: invoice.id,
       customer_id: invoice.customer_id,
@@ -111,7 +117,7 @@ export async function createPayment(deps: Deps, actor: Actor, input: CreatePayme
       payment_status: status,
       metadata: input.metadata ?? {},
       ...stamps(status, audit.at),
-    })
+    }))
     if (status === 'SUCCEEDED') await payInvoice(deps, tx, actor, audit, invoice.id, row)
     const view = await viewOf(tx, actor, row)
     await announcePayment(tx, actor, null, view)
@@ -126,10 +132,11 @@ export async function createPayment(deps: Deps, actor: Actor, input: CreatePayme
 async function changePayment(deps: Deps, actor: Actor, id: string, change: (p: store.PaymentRow, audit: Audit) => Record<string, unknown>): Promise<PaymentView> {
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
-    const seen = await store.lockPayment(tx, actor, id)
-    if (!seen || seen.status === 'deleted') throw notFound('payment', id)
+    // Read unlocked for its invoice, then locked after the invoice: the order recorded payments lock in, so no deadlock.
+    const seen = await requireRecord<store.PaymentRow>(tx, store.PAYMENTS, actor, id, { published: true })
     await lockInvoice(tx, actor, seen.destination_id)
-    const before = (await store.lockPayment(tx, actor, id))!
+    const before = await store.lockPayment(tx, actor, id)
+    if (!before || before.status === 'deleted') throw notFound('payment', id)
     const fields = change(before, audit)
     const row = await updateRecord<store.PaymentRow>(tx, store.PAYMENTS, actor, id, fields, { audit })
     if (before.payment_status !== 'SUCCEEDED' && row.payment_status === 'SUCCEEDED') await payInvoice(deps, tx, actor, audit, row.destination_id, row)
@@ -191,6 +198,8 @@ export function processPayment(deps: Deps, actor: Actor, id: string): Promise<Pa
 export async function deletePayment(deps: Deps, actor: Actor, id: string): Promise<{ message: string }> {
   const audit = auditOf(deps, actor)
   await transaction(deps, async (tx) => {
+    const seen = await requireRecord<store.PaymentRow>(tx, store.PAYMENTS, actor, id, { published: true })
+    await lockInvoice(tx, actor, seen.destination_id)
     const p = await store.lockPayment(tx, actor, id)
     if (!p || p.status === 'deleted') throw notFound('payment', id)
     if (!DELETABLE.includes(p.payment_status)) {
