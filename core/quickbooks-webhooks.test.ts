@@ -28,6 +28,12 @@ describe('changedPayments', () => {
     }
     expect(changedPayments(body, '42')).toEqual(['7', '10'])
   })
+  it('reads the CloudEvents form the same way', () => {
+    const event = (type: string, id: string, account = '42') => ({ specversion: '1.0', id: `evt-${id}-${type}`, source: 'intuit.x', type, datacontenttype: 'application/json', time: '2026-11-28T10:00:00Z', intuitentityid: id, intuitaccountid: account, data: {} })
+    const body = [event('qbo.payment.created.v1', '7'), event('qbo.payment.updated.v1', '7'), event('qbo.invoice.created.v1', '8'), event('qbo.payment.deleted.v1', '9'), event('qbo.payment.created.v1', '11', '43'), event('qbo.payment.updated.v2', '10')]
+    expect(changedPayments(body, '42')).toEqual(['7', '10'])
+    expect(changedPayments([{ id: 'no type' }], '42')).toBeUndefined()
+  })
   it('is undefined for a body that is not a notification', () => {
     expect(changedPayments({ id: 'evt_1' }, '42')).toBeUndefined()
     expect(changedPayments(null, '42')).toBeUndefined()

@@ -1,7 +1,9 @@
 // QuickBooks Online's webhooks, the pure part. Intuit signs a notification with the app's verifier token:
 // `intuit-signature: <base64 HMAC-SHA256(verifier token, raw body)>`. The notification names what changed per
-// company (realmId) — `{eventNotifications: [{realmId, dataChangeEvent: {entities: [{name, id, operation}]}}]}` —
-// and the Payment read back lists the invoices it pays (`Line[].LinkedTxn[]` of TxnType Invoice).
+// company, in the CloudEvents form Intuit sends since 2026 — `[{type: "qbo.payment.created.v1", intuitentityid,
+// intuitaccountid, …}]` — or the earlier one — `{eventNotifications: [{realmId, dataChangeEvent: {entities:
+// [{name, id, operation}]}}]}`; the Payment read back lists the invoices it pays (`Line[].LinkedTxn[]` of TxnType
+// Invoice).
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { D, type Decimal } from './money.ts'
 
@@ -27,6 +29,7 @@ interface Entity {
  * QuickBooks notification. Other companies' and other entities' changes are not ours to read.
  */
 export function changedPayments(body: unknown, realmId: string): string[] | undefined {
+  if (Array.isArray(body)) return changedInCloudEvents(body as CloudEvent[], realmId)
   const notifications = (body as { eventNotifications?: unknown } | null)?.eventNotifications
   if (!Array.isArray(notifications)) return undefined
   const ids = new Set<string>()
@@ -37,6 +40,20 @@ export function changedPayments(body: unknown, realmId: string): string[] | unde
     }
   }
   return [...ids]
+}
+
+interface CloudEvent {
+  type?: unknown
+  intuitentityid?: unknown
+  intuitaccountid?: unknown
+}
+
+const PAYMENT_CHANGED = /^qbo\.payment\.(created|updated)\.v\d+$/
+
+function changedInCloudEvents(events: CloudEvent[], realmId: string): string[] | undefined {
+  if (!events.every((e) => e && typeof e === 'object' && typeof e.type === 'string')) return undefined
+  const ids = events.filter((e) => PAYMENT_CHANGED.test(e.type as string) && String(e.intuitaccountid) === realmId && typeof e.intuitentityid === 'string' && e.intuitentityid)
+  return [...new Set(ids.map((e) => e.intuitentityid as string))]
 }
 
 /** What a QuickBooks Payment pays: the amount applied to each invoice, in the payment's currency (null: the company's). */

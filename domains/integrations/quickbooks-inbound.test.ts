@@ -64,6 +64,12 @@ describe("QuickBooks' webhooks", () => {
     const before = qbo.entities.Payment.size
     await runSync()
     expect(qbo.entities.Payment.size).toBe(before)
+
+    // The rest, announced in the CloudEvents form Intuit sends since 2026.
+    const rest = qbo.receivePayment([{ invoiceId: inv.qboId, amount: 39.9 }])
+    const cloud = JSON.stringify([{ specversion: '1.0', id: 'evt-1', source: 'intuit.test', type: 'qbo.payment.created.v1', datacontenttype: 'application/json', time: new Date().toISOString(), intuitentityid: rest, intuitaccountid: qbo.realm, data: {} }])
+    expect((await notify(cloud)).body.payments).toEqual([{ payment_id: rest, invoice_id: inv.id, outcome: 'payment_recorded' }])
+    expect(await invoice(inv.id)).toMatchObject({ payment_status: 'SUCCEEDED', amount_paid: '100', amount_remaining: '0' })
   })
 
   it('take no payment back that was pushed from here', async () => {
