@@ -1,10 +1,11 @@
 // (15) A pricing simulation over stored usage: POST /v1/pricing/simulations' run (domains/invoicing/simulations) over
-// the billing benches' world (bench/billing-world.ts): N subscriptions with a 10.00 fee and 0.01 a call, cloned in
-// SQL, EVENTS_PER_CUSTOMER events each in March 2024. The billing run bills them first (the same-run baseline: two
-// invoices a subscription, the March advance and April's cycle with March's usage), then the simulation bills the same
-// points again twice — as today and with the usage price doubled — without storing invoices, a page of subscriptions at
-// a time. Checked: current equals what the stored invoices billed, candidate adds March's usage once more. Two more
-// passes, on a tenth of the customers and on all, sample the live heap: it does not grow with the customers.
+// the billing benches' world (bench/billing-world.ts): N subscriptions (default 10,000) with a 10.00 fee and 0.01 a
+// call, cloned in SQL, EVENTS_PER_CUSTOMER events each in March 2024 (default 1,000: 10M stored events). The billing
+// run bills them first (the same-run baseline: two invoices a subscription, the March advance and April's cycle with
+// March's usage), then the simulation bills the same points again twice — as today and with the usage price doubled —
+// without storing invoices, a page of subscriptions at a time. Checked: current equals what the stored invoices
+// billed, candidate adds March's usage once more. Two more passes, on a tenth of the customers and on all, sample the
+// live heap: it does not grow with the customers.
 import { cpus, loadavg } from 'node:os'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -14,7 +15,7 @@ import { fmt, report } from './common.ts'
 import { billingWorld } from './billing-world.ts'
 
 const N = Number(process.env.BENCH_SUBSCRIPTIONS ?? 10_000)
-const EVENTS_PER_CUSTOMER = Number(process.env.BENCH_EVENTS_PER_CUSTOMER ?? 100)
+const EVENTS_PER_CUSTOMER = Number(process.env.BENCH_EVENTS_PER_CUSTOMER ?? 1000)
 const { running, setupSeconds } = await billingWorld('simulation', N, EVENTS_PER_CUSTOMER)
 const { deps } = running
 const tenant = running.bootstrap!
