@@ -109,11 +109,23 @@ export async function startAggregator(deps: Deps, kafka: KafkaHandle, options: A
   let memberId: string | undefined
   /** When a commit last succeeded (ms): this member was in the group's current generation then. */
   let memberAt = Date.now()
+  /**
+   * Commits the broker took. kafkajs 2.2.4's commitOffsets resolves without committing while its runner is stopped (it
+   * restarts after a crash, and rejoins): a proof of membership that proved nothing let a member dropped from the group
+   * insert a partition its new owner had read (the fault test counted 418 events twice). A commit counts only when
+   * kafkajs reports it made.
+   */
+  let commitsMade = 0
+  consumer.on(consumer.events.COMMIT_OFFSETS, () => void commitsMade++)
   const committed = async (offsets: { topic: string; partition: number; offset: string }[]): Promise<void> => {
+    const before = commitsMade
     await consumer.commitOffsets(offsets)
+    if (commitsMade === before) throw new Error('offsets not committed: the consumer is not running (it joins the group again)')
     memberAt = Date.now()
   }
   consumer.on(consumer.events.REBALANCING, () => gate.rebalancing())
+  // A crash stops the runner; a restart joins the group again: nothing begins until that assignment.
+  consumer.on(consumer.events.CRASH, () => gate.rebalancing())
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     const partitions = payload.memberAssignment[kafka.topic] ?? []
     const missedSince = memberId !== undefined && payload.memberId !== memberId ? memberAt : undefined
