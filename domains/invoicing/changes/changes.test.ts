@@ -298,10 +298,13 @@ describe('isolation', () => {
     expect((await t.h.http('GET', `/v1/subscriptions/${sub.id}`)).body).toMatchObject({ version: 1, subscription_status: 'active', phases: [{ id: phase.id }] })
   })
 
-  it('has no pause or resume', async () => {
+  it('has no pause or resume: 410 saying the spec removed them, the subscription unchanged', async () => {
     const sub = await subscription()
     for (const action of ['pause', 'resume']) {
-      expect((await t.h.http('POST', `/v1/subscriptions/${sub.id}/${action}`, { body: {} })).status).toBe(404)
+      const res = await t.h.http('POST', `/v1/subscriptions/${sub.id}/${action}`, { body: {} })
+      expect(res.status).toBe(410)
+      expect(res.body).toMatchObject({ code: 'invalid_operation', http_status_code: 410 })
     }
+    expect((await t.h.http('GET', `/v1/subscriptions/${sub.id}`)).body).toMatchObject({ subscription_status: 'active' })
   })
 })
