@@ -25,7 +25,7 @@ commands:
                         the key from --key or METERBILL_API_KEY, the service from --url or METERBILL_URL
                         (default http://127.0.0.1:8080)
 
-configuration is read from the environment: see README.md`
+configuration is read from the environment: see docs/configuration.md`
 
 const say = (line: string): void => {
   process.stderr.write(`${line}\n`)

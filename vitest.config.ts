@@ -31,7 +31,7 @@ export default defineConfig({
     pool: 'forks',
     // A file more than there are cores: most of a file's time is spent waiting (Kafka, timers, the engines' threads).
     // On 2 cores vitest's default of one worker left a third of the machine idle, and two still a quarter of it
-    // (README, "Tests").
+    // (docs/development.md, "How long the suite takes").
     maxWorkers: availableParallelism() + 1,
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -10,7 +10,7 @@ import { AppError } from './errors.ts'
 
 export type JsonSchema = Record<string, unknown>
 
-/** The bounds of every request input (README "API conventions", docs/decisions.md). */
+/** The bounds of every request input (docs/api.md, docs/decisions.md). */
 export const BOUNDS = {
   /** A string whose schema names no maxLength: ids, names, codes, keys and metadata values. */
   text: 255,
