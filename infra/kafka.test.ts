@@ -56,6 +56,23 @@ describe.skipIf(!brokers)('Kafka topics', () => {
     expect(lines).toEqual([])
   })
 
+  it('answers the partitions of a topic another process creates while it asks (several processes starting at once)', { timeout: 30_000 }, async () => {
+    const late = `${topic}-late`
+    const kafka = openKafka({ ...loadConfig({ KAFKA_BROKERS: brokers!, KAFKA_TOPIC: late, LOG_LEVEL: 'silent' }), kafkaBrokers: brokers!.split(',') }, { logger: pino({ level: 'silent' }) })
+    handles.push(kafka)
+    const admin = kafka.kafka.admin()
+    await admin.connect()
+    try {
+      const asked = kafka.partitions()
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: late, numPartitions: 2 }] })
+      expect(await asked).toBe(2)
+    } finally {
+      await admin.deleteTopics({ topics: [late] }).catch(() => {})
+      await admin.disconnect()
+    }
+  })
+
   it('leaves an existing topic with another partition count as it is, and warns naming both counts', { timeout: 30_000 }, async () => {
     const lines: string[] = []
     const kafka = open({ KAFKA_PARTITIONS: '5' }, lines)

@@ -1,5 +1,6 @@
 // The Kafka client (KAFKA_BROKERS): one kafkajs instance per process, the topics this program owns,
 // and a cheap liveness probe for /v1/health.
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Kafka, logLevel, type Admin, type Consumer, type ISocketFactory } from 'kafkajs'
 import type { Config } from '../core/config.ts'
 import { createLogger, type Logger } from './logger.ts'
@@ -100,9 +101,20 @@ export function openKafka(
     }
     return admin
   }
+  /**
+   * The event topic's partitions. A topic another process has just created can be unknown to the broker asked for a
+   * moment (its metadata not yet there): asked again for up to 10 s, as several processes starting at once hit it.
+   */
   const partitions = async (): Promise<number> => {
-    const { topics } = await (await connected()).fetchTopicMetadata({ topics: [topic] })
-    return topics[0].partitions.length
+    for (let waited = 0; ; waited += 200) {
+      try {
+        const { topics } = await (await connected()).fetchTopicMetadata({ topics: [topic] })
+        return topics[0].partitions.length
+      } catch (err) {
+        if ((err as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION' || waited >= 10_000) throw err
+        await sleep(200)
+      }
+    }
   }
   return {
     kafka,
