@@ -25,12 +25,13 @@ async function monthlyPlan(amount: string): Promise<string> {
 describe('pause and resume, removed by the spec', () => {
   it('answers 410 saying so, not 404', async () => {
     const sub = await fp.subscriptions.createSubscription({ customerId, planId: await monthlyPlan('5'), currency: 'USD', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY' })
+    // One at a time: a call made before its failure is awaited would reject unhandled.
     for (const call of [
-      fp.subscriptions.pauseSubscription(sub.id!, { pauseMode: 'immediate' }),
-      fp.subscriptions.listSubscriptionPauses(sub.id!),
-      fp.subscriptions.resumeSubscription(sub.id!, { resumeMode: 'immediate' }),
+      () => fp.subscriptions.pauseSubscription(sub.id!, { pauseMode: 'immediate' }),
+      () => fp.subscriptions.listSubscriptionPauses(sub.id!),
+      () => fp.subscriptions.resumeSubscription(sub.id!, { resumeMode: 'immediate' }),
     ]) {
-      const err = await failure(call)
+      const err = await failure(call())
       expect(err.statusCode).toBe(410)
       expect(JSON.parse(err.body)).toMatchObject({ code: 'invalid_operation', message: expect.stringContaining('removed') })
     }
