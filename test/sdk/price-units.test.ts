@@ -43,21 +43,14 @@ describe('priceUnits', () => {
     expect(JSON.parse(currency.body)).toMatchObject({ code: 'validation_error', details: { base_currency: expect.any(String) } })
   })
 
+  /** A plan's monthly fixed price of `amount` in the unit `code`, as the SDK sends it (price_unit_config). */
+  const unitPrice = (planId: string, code: string, amount: string) =>
+    fp().prices.createPrice({ entityType: 'PLAN', entityId: planId, currency: 'USD', type: 'FIXED', billingModel: 'FLAT_FEE', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY', invoiceCadence: 'ADVANCE', priceUnitType: 'CUSTOM', priceUnitConfig: { priceUnit: code, amount } })
+
   it('prices a plan in a unit: the rate and code come from the unit, the amount is converted; a unit in use is not deleted', async () => {
     const unit = await fp().priceUnits.createPriceUnit({ name: 'Gems', code: 'GEM', symbol: '◆', baseCurrency: 'USD', conversionRate: '0.05' })
     const plan = await fp().plans.createPlan({ name: 'Gem plan' })
-    const price = await fp().prices.createPrice({
-      entityType: 'PLAN',
-      entityId: plan.id!,
-      currency: 'USD',
-      type: 'FIXED',
-      billingModel: 'FLAT_FEE',
-      billingCadence: 'RECURRING',
-      billingPeriod: 'MONTHLY',
-      invoiceCadence: 'ADVANCE',
-      priceUnitType: 'CUSTOM',
-      priceUnitConfig: { priceUnit: 'GEM', amount: '250' },
-    })
+    const price = await unitPrice(plan.id!, 'GEM', '250')
     // 250 GEM at 0.05 USD each: 12.50 USD.
     expect(price).toMatchObject({ priceUnitType: 'CUSTOM', priceUnit: 'GEM', priceUnitId: unit.id, priceUnitAmount: '250', conversionRate: '0.05', amount: '12.5', displayAmount: '$12.50', displayPriceUnitAmount: '◆250' })
     expect(price.pricingUnit).toMatchObject({ id: unit.id, code: 'GEM', symbol: '◆', baseCurrency: 'USD', conversionRate: '0.05' })
@@ -72,18 +65,7 @@ describe('priceUnits', () => {
   it("bills a subscription at the unit's rate: the line in the currency, rounded once, and in the unit", async () => {
     const unit = await fp().priceUnits.createPriceUnit({ name: 'Tokens', code: 'TKN', symbol: 'ŧ', baseCurrency: 'USD', conversionRate: '0.003' })
     const plan = await fp().plans.createPlan({ name: 'Token plan' })
-    await fp().prices.createPrice({
-      entityType: 'PLAN',
-      entityId: plan.id!,
-      currency: 'USD',
-      type: 'FIXED',
-      billingModel: 'FLAT_FEE',
-      billingCadence: 'RECURRING',
-      billingPeriod: 'MONTHLY',
-      invoiceCadence: 'ADVANCE',
-      priceUnitType: 'CUSTOM',
-      priceUnitConfig: { priceUnit: 'TKN', amount: '7' },
-    })
+    await unitPrice(plan.id!, 'TKN', '7')
     const customer = await fp().customers.createCustomer({ externalId: 'sdk-unit-cust' })
     const sub = await fp().subscriptions.createSubscription({ customerId: customer.id!, planId: plan.id!, currency: 'USD', billingCadence: 'RECURRING', billingPeriod: 'MONTHLY' })
     expect((await fp().subscriptions.getSubscription(sub.id!)).lineItems![0]).toMatchObject({ priceUnit: 'TKN', priceUnitId: unit.id })
