@@ -3,7 +3,12 @@
 // entry points that use domains but never http/.
 
 /** Domains, lowest first: each may import the ones before it, never one after it. */
-const DOMAINS = ['records', 'tenancy', 'catalog', 'customers', 'subscriptions', 'usage', 'invoicing', 'credits', 'analytics', ['integrations', 'webhooks', 'cloning', 'accounting']]
+const DOMAINS = [
+  'records', 'tenancy', 'catalog', 'customers', 'subscriptions', 'usage', 'invoicing', 'credits', 'analytics',
+  ['integrations', 'webhooks', 'cloning', 'accounting', 'exports', 'costs', 'communications', 'portal'],
+  ['tasks', 'dunning'],
+  'clocks',
+]
 
 const tiers = DOMAINS.map((t) => (Array.isArray(t) ? t : [t]))
 const alt = (names) => `(${names.join('|')})`
