@@ -1,6 +1,6 @@
 // docs/compatibility.md's matrix, regenerated: `npm run compat`. The SDK's operations (from @flexprice/sdk's own
 // generated source), whether each reaches a route declared here, and the counts are computed; each row's status and
-// notes are the page's, kept as written. A row whose status contradicts the routes is refused, never rewritten:
+// notes are the page's, kept as written. Whether the SDK suite (test/sdk/*.test.ts) calls a method is computed too. A row whose status contradicts the routes is refused, never rewritten:
 // a method that reaches a route cannot be "not yet", one that reaches none cannot be supported or differ.
 // test/compatibility.test.ts fails when the committed page differs from what this writes.
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
@@ -14,6 +14,7 @@ import type { Route } from '../http/route.ts'
 const ROOT = join(import.meta.dirname, '..')
 const PAGE = join(ROOT, 'docs/compatibility.md')
 const SDK = join(ROOT, 'node_modules/@flexprice/sdk/src')
+const SDK_SUITE = join(ROOT, 'test/sdk')
 /** The SDK's paths are relative to its server address, which ends in /v1 (as Flexprice's cloud's does). */
 const SERVER_PREFIX = '/v1'
 
@@ -61,11 +62,19 @@ function sdkOperations(): Operation[] {
   return ops
 }
 
+/** The methods the SDK suite calls (`.createCustomer(`): each is a round trip through the SDK, answer parsed by its models. */
+function drivenMethods(): Set<string> {
+  const suite = readdirSync(SDK_SUITE).filter((f) => f.endsWith('.test.ts')).map((f) => read(join(SDK_SUITE, f))).join('\n')
+  return new Set(all(/\.(\w+)\(/g, suite).map(([, name]) => name))
+}
+
 const segments = (path: string): string[] => path.split('/').filter(Boolean)
 const isParam = (segment: string): boolean => /^\{\w+\}$|^:\w+$/.test(segment)
 
 /** The summary's generated line: the groups with methods not yet offered, and how many. */
 const NOT_YET_LINE = 'Not yet offered, by group:'
+/** The summary's other generated line: the methods that work and that the SDK suite calls. */
+const ROUND_TRIP_LINE = 'Round trips through the SDK'
 
 const RECORD_ID = /^(\{id\}|:id)$/
 
@@ -123,7 +132,7 @@ function parse(page: string): Page {
   const summaryText = lines.slice(summary + 1, methods)
   const parsed: Page = {
     preamble: lines.slice(0, summary),
-    summaryAfter: summaryText.slice(summaryText.findLastIndex((l) => l.startsWith('|')) + 1).filter((l) => !l.startsWith(NOT_YET_LINE)).join('\n').replace(/^\n+/, '').split('\n'),
+    summaryAfter: summaryText.slice(summaryText.findLastIndex((l) => l.startsWith('|')) + 1).filter((l) => !l.startsWith(NOT_YET_LINE) && !l.startsWith(ROUND_TRIP_LINE)).join('\n').replace(/^\n+/, '').split('\n'),
     methodsIntro: lines.slice(methods + 1, firstGroup < 0 ? lines.length : firstGroup),
     groups: new Map(),
     rows: new Map(),
@@ -161,6 +170,7 @@ const percent = (n: number, of: number): string => `${Math.round((100 * n) / of)
 export function compatibilityPage(page: string, routes: Pick<Route, 'method' | 'path'>[] = servedRoutes()): string {
   const { preamble, summaryAfter, methodsIntro, groups, rows } = parse(page)
   const ops = sdkOperations()
+  const driven = drivenMethods()
   const known = new Set(ops.map((o) => o.method))
   const stray = [...rows.keys()].filter((m) => !known.has(m))
   if (stray.length) throw new Error(`docs/compatibility.md: rows for methods @flexprice/sdk does not have: ${stray.join(', ')}`)
@@ -178,13 +188,15 @@ export function compatibilityPage(page: string, routes: Pick<Route, 'method' | '
   if (problems.length) throw new Error(`docs/compatibility.md contradicts the routes:\n- ${problems.join('\n- ')}`)
 
   const order = [...groups.keys(), ...new Set(ops.map((o) => o.group))].filter((g, i, a) => a.indexOf(g) === i && ops.some((o) => o.group === g))
-  const out = [...preamble, '## Summary', '', '| status | methods | reach a route |', '| --- | --- | --- |']
+  const out = [...preamble, '## Summary', '', '| status | methods | reach a route | called by the SDK suite |', '| --- | --- | --- | --- |']
   for (const status of STATUSES) {
     const these = entries.filter((e) => e.row.status === status)
-    if (these.length) out.push(`| ${status} | ${these.length} | ${these.filter((e) => e.routed).length} |`)
+    if (these.length) out.push(`| ${status} | ${these.length} | ${these.filter((e) => e.routed).length} | ${these.filter((e) => driven.has(e.op.method)).length} |`)
   }
   const routed = entries.filter((e) => e.routed).length
-  out.push(`| **all** | **${entries.length}** | **${routed} (${percent(routed, entries.length)})** |`)
+  const roundTrips = entries.filter((e) => WORKS.includes(e.row.status) && driven.has(e.op.method)).length
+  out.push(`| **all** | **${entries.length}** | **${routed} (${percent(routed, entries.length)})** | **${entries.filter((e) => driven.has(e.op.method)).length}** |`)
+  out.push('', `${ROUND_TRIP_LINE} (supported or differs, and called by the suite): **${roundTrips} of ${entries.length} (${percent(roundTrips, entries.length)})**.`)
   const notYet = new Map<string, number>()
   for (const e of entries) if (e.row.status === 'not yet') notYet.set(e.op.group, (notYet.get(e.op.group) ?? 0) + 1)
   const byCount = [...notYet].sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1)).map(([group, n]) => `${group} ${n}`)
@@ -194,10 +206,10 @@ export function compatibilityPage(page: string, routes: Pick<Route, 'method' | '
     const these = entries.filter((e) => e.op.group === name).sort((a, b) => byRequest(a.op, b.op))
     const working = these.filter((e) => WORKS.includes(e.row.status)).length
     out.push(`### ${name} (${working} of ${these.length})${group.suffix}`, ...group.before)
-    out.push('| method | request | reaches a route | status | notes |', '| --- | --- | --- | --- | --- |')
+    out.push('| method | request | reaches a route | SDK suite | status | notes |', '| --- | --- | --- | --- | --- | --- |')
     for (const { op, routed: r, row } of these) {
       const status = row.status === 'differs' ? '**differs**' : row.status
-      out.push(`| \`${op.method}\` | \`${op.verb} ${op.path}\` | ${r ? 'yes' : 'no'} | ${status} | ${row.notes} |`)
+      out.push(`| \`${op.method}\` | \`${op.verb} ${op.path}\` | ${r ? 'yes' : 'no'} | ${driven.has(op.method) ? 'yes' : 'no'} | ${status} | ${row.notes} |`)
     }
     out.push(...group.after)
   }

@@ -173,4 +173,13 @@ describe('events and usage', () => {
     expect(grouped.value).toBe(2000)
     expect(grouped.results?.length).toBeGreaterThan(0)
   })
+
+  it("reads the customer's usage analytics by feature and model, priced as its invoice prices it", async () => {
+    const range = { startTime: at(3600), endTime: at(-60) }
+    const analytics = await fp.events.getUsageAnalytics({ externalCustomerId: 'sdk-sub-1', groupBy: ['properties.model'], ...range }, retrying)
+    const byModel = Object.fromEntries((analytics.items ?? []).map((i) => [i.properties?.model, [i.featureId, i.totalUsage, i.eventCount]]))
+    expect(byModel).toEqual({ small: [catalog.featureId, '1200', 1], large: [catalog.featureId, '800', 2] })
+    // 2000 tokens, 1500 included, 500 over at 0.001: the same 0.50 the subscription's usage charges above.
+    expect(analytics).toMatchObject({ currency: 'USD', totalCost: '0.5' })
+  })
 })
