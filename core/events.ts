@@ -45,6 +45,11 @@ export interface NormalizeOptions {
   receipt?: number
   maxFutureMs: number
   newId: () => string
+  /**
+   * external_customer_id → the time (ms) of the test clock the customer lives on: its events default to that
+   * time and may be stamped up to it, not beyond, whatever the wall clock says. Absent: no customer on a clock.
+   */
+  clockTimes?: ReadonlyMap<string, number>
 }
 
 function trimmedRequired(value: string, field: string, errors: FieldErrors): string {
@@ -148,13 +153,16 @@ export function normalizeEvent(input: EventInput, scope: Scope, opts: NormalizeO
   const externalCustomerId = trimmedRequired(input.external_customer_id, 'external_customer_id', errors)
   const id = input.event_id === undefined ? opts.newId() : trimmedRequired(input.event_id, 'event_id', errors)
 
-  let timestamp = opts.receivedAt
+  const clockAt = opts.clockTimes?.get(externalCustomerId)
+  let timestamp = clockAt === undefined ? opts.receivedAt : new Date(clockAt)
   if (input.timestamp !== undefined) {
     const t = parseInstant(input.timestamp)
     timestamp = new Date(t)
     if (Number.isNaN(t)) errors.timestamp = 'must be an RFC 3339 date-time'
     else if (t < EARLIEST_MS) errors.timestamp = 'must not be before 1970-01-01T00:00:00Z'
-    else if (t > opts.receivedAt.getTime() + opts.maxFutureMs) {
+    else if (clockAt !== undefined) {
+      if (t > clockAt) errors.timestamp = `must not be after ${isoInstant(clockAt)}, the time of the customer's test clock`
+    } else if (t > opts.receivedAt.getTime() + opts.maxFutureMs) {
       errors.timestamp = `must not be more than ${opts.maxFutureMs / 1000} seconds in the future`
     }
   }

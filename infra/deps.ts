@@ -14,6 +14,11 @@ export interface Deps {
   ch: ClickHouse
   logger: Logger
   clock: Clock
+  /**
+   * Set while a test clock advances: scheduled jobs touch only that clock's customers, at `clock`'s time.
+   * Absent (every other run), they leave out every customer on a test clock.
+   */
+  testClockId?: string
   /** This process's metrics (served by roles.ts on METRICS_HOST:METRICS_PORT). */
   metrics: Metrics
   engines: { postgres: Postgres['kind']; clickhouse: ClickHouse['kind'] }

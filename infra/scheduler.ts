@@ -14,6 +14,8 @@ export interface Job {
   /** How long one run may hold the lease. */
   leaseMs: number
   run(deps: Deps, progress: Progress): Promise<Record<string, unknown>>
+  /** The job acts on customers' records at deps.clock's time and honours deps.testClockId: advancing a test clock runs it. */
+  onTestClocks?: boolean
 }
 
 /** Takes the lease when it is free or expired; answers the holder token, or undefined when another run holds it. */

@@ -7,6 +7,7 @@ import { newId } from '../core/ids.ts'
 import type { Actor } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
 import { validateBody } from '../core/validate.ts'
+import { clockedCustomers } from '../domains/customers/reach.ts'
 import { eventSchema, plainEvent } from './schema.ts'
 import { sinkOf } from './sink.ts'
 
@@ -38,9 +39,15 @@ function check(raw: unknown, actor: Actor, opts: NormalizeOptions): Checked {
 
 /**
  * A request's options: its reception instant, and its receipt (UsageEvent.receipt), random so that two ingest processes
- * receiving copies of an event in the same millisecond never give them the same one.
+ * receiving copies of an event in the same millisecond never give them the same one; and the times of the test clocks
+ * the environment's customers live on.
  */
-const optionsOf = (deps: Deps): NormalizeOptions => ({ receivedAt: deps.clock.now(), receipt: randomInt(1, 2 ** 48), maxFutureMs: deps.config.maxEventFutureMs, newId: eventId })
+async function optionsOf(deps: Deps, actor: Actor): Promise<NormalizeOptions> {
+  const clocked = await clockedCustomers(deps, actor)
+  const opts: NormalizeOptions = { receivedAt: deps.clock.now(), receipt: randomInt(1, 2 ** 48), maxFutureMs: deps.config.maxEventFutureMs, newId: eventId }
+  // Most environments have no customer on a test clock: their events skip the lookup.
+  return clocked.size > 0 ? { ...opts, clockTimes: clocked } : opts
+}
 
 /** Hands events to the sink; counted accepted once durable, unavailable when the sink refuses them all (503). */
 async function stored(deps: Deps, events: UsageEvent[], bytes: number): Promise<void> {
@@ -55,7 +62,7 @@ async function stored(deps: Deps, events: UsageEvent[], bytes: number): Promise<
 
 /** Validates all events before writing any; stores the valid ones. Throws when none is valid. */
 export async function ingestEvents(deps: Deps, actor: Actor, raws: unknown[], bytes: number): Promise<BulkResult> {
-  const opts = optionsOf(deps)
+  const opts = await optionsOf(deps, actor)
   const events: UsageEvent[] = []
   const eventIds: (string | null)[] = []
   const failed: BulkResult['failed'] = []
@@ -80,7 +87,7 @@ export async function ingestEvents(deps: Deps, actor: Actor, raws: unknown[], by
 
 /** One event: invalid is a 400 naming the field. */
 export async function ingestEvent(deps: Deps, actor: Actor, raw: unknown, bytes: number): Promise<{ event_id: string }> {
-  const c = check(raw, actor, optionsOf(deps))
+  const c = check(raw, actor, await optionsOf(deps, actor))
   if ('details' in c) {
     deps.metrics.intakeEvents.inc({ outcome: 'invalid' })
     throw new AppError('validation_error', Object.entries(c.details).map(([k, v]) => `${k} ${String(v)}`).join('; '), c.details)

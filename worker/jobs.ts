@@ -11,28 +11,30 @@ import { syncInvoices } from '../domains/integrations/service.ts'
 import { syncAccounting } from '../domains/integrations/accounting.ts'
 import type { Job } from '../infra/scheduler.ts'
 
+// onTestClocks: the job acts on customers' records by deps.clock's time and honours deps.testClockId, so advancing
+// a test clock runs it for the clock's customers (domains/clocks/advance.ts); the others run on the wall clock only.
 export const jobs: Job[] = [
   // Finalized invoices pushed to the connected payment provider, and invoices, credit notes and payments to the
   // connected accounting system (QuickBooks); failed pushes retried with backoff (rule 16).
   { name: 'invoice-sync', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps, progress) => ({ ...(await syncInvoices(deps, progress)), accounting: await syncAccounting(deps) }) },
   // Starts, trial ends, scheduled cancellations and period ends, every minute.
-  { name: 'subscription-lifecycle', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await advanceSubscriptions(deps)) }) },
+  { name: 'subscription-lifecycle', onTestClocks: true, schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await advanceSubscriptions(deps)) }) },
   // Plan changes scheduled for the end of a period move their subscriptions onto the target plan when due.
-  { name: 'subscription-schedules', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await applyDueSchedules(deps)) }) },
+  { name: 'subscription-schedules', onTestClocks: true, schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await applyDueSchedules(deps)) }) },
   // Plan sync runs (POST /v1/plans/{id}/sync/subscriptions): each subscription moved once, resumed from the run's cursor.
   { name: 'plan-sync', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await processPlanSyncs(deps, progress)) }) },
   // Credits past their expiry_date leave their wallets (balances already leave them out by date).
-  { name: 'wallet-credit-expiry', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await expireWalletCredits(deps)) }) },
+  { name: 'wallet-credit-expiry', onTestClocks: true, schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await expireWalletCredits(deps)) }) },
   // Credit grant applications: every due period of every grant, exactly once, oldest first (rule 14).
-  { name: 'credit-grant-applications', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
+  { name: 'credit-grant-applications', onTestClocks: true, schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
   // Due billing points get their invoices (catch-up in order); drafts past their grace period are finalized.
-  { name: 'billing-run', schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
+  { name: 'billing-run', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
   // Pricing simulations whose process stopped before or while running them (they start at once where asked).
   { name: 'pricing-simulations', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenSimulations(deps)) }) },
   // invoice.payment.overdue once per finalized invoice still owing after its due date.
-  { name: 'invoice-overdue', schedule: '0 2 * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await markOverdue(deps)) }) },
+  { name: 'invoice-overdue', onTestClocks: true, schedule: '0 2 * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await markOverdue(deps)) }) },
   // Ongoing-balance and feature wallet-balance alerts: usage moves them without a ledger change.
-  { name: 'wallet-balance-alerts', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await checkBalanceAlerts(deps)) }) },
+  { name: 'wallet-balance-alerts', onTestClocks: true, schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await checkBalanceAlerts(deps)) }) },
   // Outbox → webhook endpoints: new events' first attempts every 5 seconds; a run stops taking work after
   // RUN_BUDGET_MS, so the lease (twice that and the last request's timeout) outlives it.
   { name: 'webhook-delivery', schedule: '*/5 * * * * *', leaseMs: 2 * RUN_BUDGET_MS + 60_000, run: async (deps, progress) => ({ ...(await deliverNew(deps, progress)) }) },

@@ -8,6 +8,7 @@ import type { Deps } from '../../infra/deps.ts'
 import type { Tx } from '../../infra/postgres.ts'
 import { updateRecord, type Audit } from '../../infra/records.ts'
 import { announce, transaction } from '../records/service.ts'
+import { inReach } from '../customers/reach.ts'
 import { releaseChildren } from './service.ts'
 import * as store from './store.ts'
 
@@ -57,7 +58,7 @@ export async function advanceSubscriptions(deps: Deps, now: Date = deps.clock.no
   for (;;) {
     const before = summary.advanced
     const n = await transaction(deps, async (tx) => {
-      const due = await store.dueAt(tx, now, BATCH)
+      const due = await store.dueAt(tx, now, BATCH, inReach(tx, deps, 'subscriptions.customer_id'))
       for (const row of due) await apply(tx, row, now, audit, summary)
       return due.length
     })

@@ -11,6 +11,7 @@ import type { OfferingRow } from '../catalog/offerings/service.ts'
 import { findOfferings } from '../catalog/offerings/kinds.ts'
 import { pricesOf } from '../catalog/prices/service.ts'
 import { matchPrices } from '../../core/subscriptions.ts'
+import { inReach } from '../customers/reach.ts'
 import * as store from './store.ts'
 
 export type { SubscriptionRow, LineItemRow } from './store.ts'
@@ -72,7 +73,7 @@ export async function viewOf(db: Db, scope: Scope, row: store.SubscriptionRow): 
 }
 
 /** Every scope's published subscriptions but drafts, in id order after `afterId`, a page at a time (for the billing run). */
-export const subscriptionsAfter = (deps: Deps, afterId: string, limit: number): Promise<store.SubscriptionRow[]> => store.pageAcrossScopes(deps.sql, afterId, limit)
+export const subscriptionsAfter = (deps: Deps, afterId: string, limit: number): Promise<store.SubscriptionRow[]> => store.pageAcrossScopes(deps.sql, afterId, limit, inReach(deps.sql, deps, 'subscriptions.customer_id'))
 
 export const requireSubscription = (db: Db, scope: Scope, id: string): Promise<store.SubscriptionRow> =>
   requireRecord<store.SubscriptionRow>(db, store.SUBSCRIPTIONS, scope, id)

@@ -158,9 +158,9 @@ export async function endLineItems(
  * Subscriptions of every scope with a transition due at `now` (a start, a trial end, a period end,
  * a cancellation), locked for the caller's transaction; rows another worker holds are skipped.
  */
-export async function dueAt(db: Db, now: Date, limit: number): Promise<SubscriptionRow[]> {
+export async function dueAt(db: Db, now: Date, limit: number, reach: Fragment): Promise<SubscriptionRow[]> {
   const rows = await db`SELECT * FROM subscriptions
-    WHERE subscription_status NOT IN ('cancelled', 'draft') AND status = 'published'
+    WHERE subscription_status NOT IN ('cancelled', 'draft') AND status = 'published' AND ${reach}
       AND (current_period_end <= ${now} OR cancel_at <= ${now} OR end_date <= ${now}
            OR (subscription_status = 'not_started' AND start_date <= ${now})
            OR (subscription_status = 'trialing' AND trial_end <= ${now}))
@@ -183,9 +183,9 @@ export async function setPhaseLines(
 }
 
 /** Published subscriptions of every scope in id order after `afterId` (the billing run walks them in pages). */
-export async function pageAcrossScopes(db: Db, afterId: string, limit: number): Promise<SubscriptionRow[]> {
+export async function pageAcrossScopes(db: Db, afterId: string, limit: number, reach: Fragment): Promise<SubscriptionRow[]> {
   // Drafts bill nothing until activated.
-  const rows = await db`SELECT * FROM subscriptions WHERE status = 'published' AND subscription_status <> 'draft' AND id > ${afterId} ORDER BY id LIMIT ${limit}`
+  const rows = await db`SELECT * FROM subscriptions WHERE status = 'published' AND subscription_status <> 'draft' AND id > ${afterId} AND ${reach} ORDER BY id LIMIT ${limit}`
   return rows.map((row) => decodeRow<SubscriptionRow>(SUBSCRIPTIONS, row))
 }
 

@@ -16,6 +16,7 @@ import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { requireOffering } from '../../catalog/offerings/kinds.ts'
 import { copyWithOfferings } from '../../catalog/offerings/service.ts'
 import { getCustomer } from '../../customers/service.ts'
+import { customersInReach, inReach } from '../../customers/reach.ts'
 import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
 import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { grantCredits } from '../wallets/service.ts'
@@ -308,13 +309,16 @@ export async function processCreditGrants(deps: Deps, now: Date = deps.clock.now
   for (let after = ''; ; ) {
     const grants = await store.grantsAfter(deps.sql, after, BATCH)
     for (const grant of grants) {
-      for (const sub of await subscriptionsOf(deps, grant)) summary.scheduled += await schedule(deps, grant, sub, now, audit)
+      const subs = await subscriptionsOf(deps, grant)
+      // Another time line's subscriptions (a test clock's, or the wall clock's) are scheduled on theirs.
+      const reached = await customersInReach(deps.sql, deps, subs.map((s) => s.customer_id))
+      for (const sub of subs) if (reached.has(sub.customer_id)) summary.scheduled += await schedule(deps, grant, sub, now, audit)
     }
     if (grants.length < BATCH) break
     after = grants[grants.length - 1].id
   }
   for (;;) {
-    const due = await store.applicationsDue(deps.sql, now, MAX_ATTEMPTS, BATCH)
+    const due = await store.applicationsDue(deps.sql, now, MAX_ATTEMPTS, BATCH, inReach(deps.sql, deps, 'subscriptions.customer_id'))
     let moved = 0
     for (const app of due) {
       const outcome = await apply(deps, app, audit)

@@ -112,9 +112,10 @@ export async function insertApplications(db: Db, scope: Scope, audit: Audit, due
  * Applications due by `now` and not applied yet, oldest period first; failed ones while attempts are left,
  * once per run (a run stamps what it touches with its `now`).
  */
-export async function applicationsDue(db: Db, now: Date, maxAttempts: number, limit: number): Promise<ApplicationRow[]> {
+/** `reach` is a condition on subscriptions.customer_id (domains/customers/reach.ts). */
+export async function applicationsDue(db: Db, now: Date, maxAttempts: number, limit: number, reach: Fragment): Promise<ApplicationRow[]> {
   const rows = await db`SELECT * FROM credit_grant_applications
-    WHERE scheduled_for <= ${now}
+    WHERE scheduled_for <= ${now} AND subscription_id IN (SELECT subscriptions.id FROM subscriptions WHERE ${reach})
       AND (application_status = 'pending' OR (application_status = 'failed' AND retry_count < ${maxAttempts} AND updated_at < ${now}))
     ORDER BY scheduled_for, period_start, id
     LIMIT ${limit}`

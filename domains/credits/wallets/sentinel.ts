@@ -10,6 +10,7 @@ import type { Deps } from '../../../infra/deps.ts'
 import type { Audit } from '../../../infra/records.ts'
 import { toWire } from '../../records/wire.ts'
 import { systemActor, transaction } from '../../records/service.ts'
+import { inReach } from '../../customers/reach.ts'
 import { customerEntitlements } from '../../subscriptions/entitlements.ts'
 import type { FeatureRow } from '../../catalog/features/service.ts'
 import { ongoingOf } from './realtime.ts'
@@ -36,7 +37,7 @@ async function judgeWallet(deps: Deps, wallet: store.WalletRow, audit: Audit): P
   const features = await watchingFeatures(deps, scope, wallet.customer_id)
   if (!wallet.alert_settings?.alert_enabled && wallet.ongoing_alert_state === 'ok' && features.length === 0) return 0
   const o = await ongoingOf(deps, scope, wallet, audit.at)
-  const judged: Judged = { credits: o.ongoing_credits, current: o.ongoing, balance: o.balance }
+  const judged: Judged = { credits: o.ongoing_credits, current: o.ongoing, balance: o.balance, held: o.held }
   return transaction(deps, async (tx) => {
     const locked = await store.lockWallet(tx, scope, wallet.id)
     if (!locked || locked.wallet_status !== 'active') return 0
@@ -59,7 +60,7 @@ export async function checkBalanceAlerts(deps: Deps, now: Date = deps.clock.now(
   const audit: Audit = { by: 'system', at: now }
   const summary = { wallets: 0, state_changes: 0, failed: 0 }
   for (let after = ''; ; ) {
-    const wallets = await store.activeWalletsAfter(deps.sql, after, BATCH)
+    const wallets = await store.activeWalletsAfter(deps.sql, after, BATCH, inReach(deps.sql, deps, 'wallets.customer_id'))
     for (const wallet of wallets) {
       try {
         summary.state_changes += await judgeWallet(deps, wallet, audit)

@@ -8,10 +8,12 @@ import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
 import { filterConditions, insertRecord, listRecords, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { findCustomerByExternalId, requireCustomer } from '../../customers/service.ts'
+import { inReach } from '../../customers/reach.ts'
 import { checkAlerts } from '../../catalog/features/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { announce, auditOf, referenced, transaction, uniquely } from '../../records/service.ts'
 import { appendCredit, appendDebit, balanceAt, expireCredits } from './ledger.ts'
+import { refuseHeldCredits } from './holds.ts'
 import { purchaseByInvoice } from './purchase.ts'
 import * as store from './store.ts'
 import { views, viewOf, type WalletView } from './view.ts'
@@ -121,14 +123,6 @@ export async function createWallet(deps: Deps, actor: Actor, input: CreateWallet
 
 const requireWallet = (db: Db, scope: Scope, id: string): Promise<store.WalletRow> => requireRecord<store.WalletRow>(db, store.WALLETS, scope, id)
 
-/** Locks the wallet for a ledger change; closed wallets take none. */
-async function lockActive(tx: Tx, scope: Scope, id: string): Promise<store.WalletRow> {
-  const wallet = await store.lockWallet(tx, scope, id)
-  if (!wallet) throw notFound('wallet', id)
-  if (wallet.wallet_status !== 'active') throw invalidOperation(`wallet ${id} is ${wallet.wallet_status}`, { wallet_id: id, wallet_status: wallet.wallet_status })
-  return wallet
-}
-
 export async function getWallet(deps: Deps, actor: Actor, id: string): Promise<WalletView> {
   return viewOf(deps.sql, await requireWallet(deps.sql, actor, id), deps.clock.now())
 }
@@ -152,7 +146,7 @@ export async function updateWallet(deps: Deps, actor: Actor, id: string, input: 
   checkAlerts(fields.alert_settings)
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
-    await lockActive(tx, actor, id)
+    await store.lockActive(tx, actor, id)
     let wallet = await updateRecord<store.WalletRow>(tx, store.WALLETS, actor, id, fields, { version, audit })
     await announce(tx, actor, 'wallet.updated', store.WALLETS, await viewOf(tx, wallet, audit.at))
     wallet = await settle(deps, tx, actor, audit, wallet)
@@ -167,7 +161,7 @@ export async function updateWallet(deps: Deps, actor: Actor, id: string, input: 
 export async function terminateWallet(deps: Deps, actor: Actor, id: string): Promise<WalletView> {
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
-    const wallet = await lockActive(tx, actor, id)
+    const wallet = await store.lockActive(tx, actor, id)
     const unpaid = (await store.pendingPurchases(tx, wallet.id)).map((t) => t.reference_id)
     if (unpaid.length > 0) throw invalidOperation(`wallet ${id} has credits bought by unpaid invoices (${unpaid.join(', ')}): pay or void them first`, { invoice_ids: unpaid })
     await expireCredits(tx, actor, audit, wallet)
@@ -227,7 +221,7 @@ export async function topUpWallet(deps: Deps, actor: Actor, id: string, input: T
   const expiry = futureDate(input.expiry_date_utc, 'expiry_date_utc', audit.at)
   const given = input.credits_to_add !== undefined ? positive(input.credits_to_add, 'credits_to_add') : positive(input.amount!, 'amount')
   return transaction(deps, async (tx) => {
-    let wallet = await lockActive(tx, actor, id)
+    let wallet = await store.lockActive(tx, actor, id)
     const replay = input.idempotency_key ? await store.findByIdempotencyKey(tx, wallet.id, input.idempotency_key) : undefined
     if (replay) return { wallet_transaction: replay, invoice_id: replay.reference_type === 'INVOICE' ? replay.reference_id : null, wallet: await viewOf(tx, wallet, audit.at) }
     const credits = input.credits_to_add !== undefined ? given : creditsFor(given, wallet)
@@ -256,13 +250,14 @@ export interface DebitWalletInput {
   metadata?: Record<string, string>
 }
 
-/** A manual debit, in consumption order; refused (400) when the open credits cannot cover it. */
+/** A manual debit, in consumption order; refused (400) when the open credits cannot cover it, or only with credits active holds keep. */
 export async function debitWallet(deps: Deps, actor: Actor, id: string, input: DebitWalletInput): Promise<{ wallet_transaction: store.TransactionRow; wallet: WalletView }> {
   const credits = positive(input.credits, 'credits')
   const audit = auditOf(deps, actor)
   return transaction(deps, async (tx) => {
-    let wallet = await lockActive(tx, actor, id)
+    let wallet = await store.lockActive(tx, actor, id)
     const replay = input.idempotency_key ? await store.findByIdempotencyKey(tx, wallet.id, input.idempotency_key) : undefined
+    if (!replay) await refuseHeldCredits(tx, wallet, credits, audit.at)
     const row =
       replay ??
       (await appendDebit(tx, actor, audit, wallet, {
@@ -333,7 +328,7 @@ export async function expireWalletCredits(deps: Deps, now: Date = deps.clock.now
   const summary = { wallets: 0, expired: 0 }
   const audit: Audit = { by: 'system', at: now }
   for (;;) {
-    const due = await store.walletsWithExpiredCredits(deps.sql, now, BATCH)
+    const due = await store.walletsWithExpiredCredits(deps.sql, now, BATCH, inReach(deps.sql, deps, 'wallet_transactions.customer_id'))
     for (const w of due) {
       const scope: Scope = { tenantId: w.tenant_id, environmentId: w.environment_id }
       await transaction(deps, async (tx) => {

@@ -1,11 +1,11 @@
 // Wallets and their ledger (wallet_transactions). The one UPDATE the ledger allows is the guarded take
 // below: credits_available only ever goes down, and never below zero.
-import { invalidOperation } from '../../../core/errors.ts'
+import { invalidOperation, notFound } from '../../../core/errors.ts'
 import type { Consumption, CreditReason, DebitReason } from '../../../core/credits/ledger.ts'
 import type { Decimal } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { decodeRow, type FilterSpec, type RecordRow, type RecordTable } from '../../../infra/records.ts'
+import { decodeRow, type FilterSpec, type Fragment, type RecordRow, type RecordTable } from '../../../infra/records.ts'
 
 export const WALLETS: RecordTable = { name: 'wallets', noun: 'wallet', prefix: 'wallet', decimals: ['conversion_rate', 'topup_conversion_rate'] }
 export const TRANSACTIONS: RecordTable = {
@@ -77,7 +77,7 @@ export interface WalletRow extends RecordRow {
 }
 
 export type { CreditReason, DebitReason }
-export type ReferenceType = 'INVOICE' | 'CREDIT_GRANT_APPLICATION' | 'WALLET_TRANSACTION'
+export type ReferenceType = 'INVOICE' | 'CREDIT_GRANT_APPLICATION' | 'WALLET_TRANSACTION' | 'WALLET_HOLD'
 
 export interface TransactionRow extends RecordRow {
   wallet_id: string
@@ -111,6 +111,14 @@ export async function lockWallet(db: Db, scope: Scope, id: string): Promise<Wall
     WHERE id = ${id} AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND status <> 'deleted'
     FOR UPDATE`
   return row ? decodeWallet(row) : undefined
+}
+
+/** Locks the wallet for a ledger change; closed wallets take none. */
+export async function lockActive(tx: Db, scope: Scope, id: string): Promise<WalletRow> {
+  const wallet = await lockWallet(tx, scope, id)
+  if (!wallet) throw notFound('wallet', id)
+  if (wallet.wallet_status !== 'active') throw invalidOperation(`wallet ${id} is ${wallet.wallet_status}`, { wallet_id: id, wallet_status: wallet.wallet_status })
+  return wallet
 }
 
 /** The customer's active wallet in `currency`, if any, locked like lockWallet. */
@@ -188,10 +196,10 @@ export async function settlePending(db: Db, id: string, to: 'completed' | 'faile
 }
 
 /** Wallets of every scope holding credits that expire by `now`. */
-export async function walletsWithExpiredCredits(db: Db, now: Date, limit: number): Promise<{ id: string; tenant_id: string; environment_id: string }[]> {
+export async function walletsWithExpiredCredits(db: Db, now: Date, limit: number, reach: Fragment): Promise<{ id: string; tenant_id: string; environment_id: string }[]> {
   return db<{ id: string; tenant_id: string; environment_id: string }[]>`SELECT DISTINCT wallet_id AS id, tenant_id, environment_id
     FROM wallet_transactions
-    WHERE type = 'credit' AND credits_available > 0 AND transaction_status = 'completed' AND expiry_date IS NOT NULL AND expiry_date <= ${now}
+    WHERE type = 'credit' AND credits_available > 0 AND transaction_status = 'completed' AND expiry_date IS NOT NULL AND expiry_date <= ${now} AND ${reach}
     LIMIT ${limit}`
 }
 
@@ -202,8 +210,8 @@ export async function transactionsById(db: Db, ids: string[]): Promise<Transacti
 }
 
 /** Active wallets of every scope, a page at a time by id (the alerts job walks them all). */
-export async function activeWalletsAfter(db: Db, afterId: string, limit: number): Promise<WalletRow[]> {
-  const rows = await db`SELECT * FROM wallets WHERE wallet_status = 'active' AND status <> 'deleted' AND id > ${afterId} ORDER BY id LIMIT ${limit}`
+export async function activeWalletsAfter(db: Db, afterId: string, limit: number, reach: Fragment): Promise<WalletRow[]> {
+  const rows = await db`SELECT * FROM wallets WHERE wallet_status = 'active' AND status <> 'deleted' AND id > ${afterId} AND ${reach} ORDER BY id LIMIT ${limit}`
   return rows.map(decodeWallet)
 }
 

@@ -2,7 +2,7 @@
 import type { ProrationBehavior } from '../../../core/billing/cycle.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
-import { decodeRow, type RecordRow, type RecordTable } from '../../../infra/records.ts'
+import { decodeRow, type Fragment, type RecordRow, type RecordTable } from '../../../infra/records.ts'
 
 export const SCHEDULES: RecordTable = { name: 'subscription_schedules', noun: 'subscription schedule', prefix: 'sched' }
 
@@ -40,9 +40,11 @@ export async function pendingIn(db: Db, scope: Scope, subscriptionIds: string[])
 export const pendingOf = async (db: Db, scope: Scope, subscriptionId: string): Promise<ScheduleRow | undefined> => (await pendingIn(db, scope, [subscriptionId]))[0]
 
 /** Pending schedules of every scope due by `now`, locked for the caller's transaction; ones another worker holds are skipped. */
-export async function dueAt(db: Db, now: Date, limit: number): Promise<ScheduleRow[]> {
+/** `reach` is a condition on subscriptions.customer_id (domains/customers/reach.ts). */
+export async function dueAt(db: Db, now: Date, limit: number, reach: Fragment): Promise<ScheduleRow[]> {
   const rows = await db`SELECT * FROM subscription_schedules
     WHERE schedule_status = 'pending' AND status = 'published' AND scheduled_at <= ${now}
+      AND subscription_id IN (SELECT subscriptions.id FROM subscriptions WHERE ${reach})
     ORDER BY scheduled_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`
   return rows.map((row) => decodeRow<ScheduleRow>(SCHEDULES, row))
 }

@@ -8,6 +8,7 @@ import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import { deleteRecord, listRecords, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { announce, auditOf, referenced, transaction } from '../../records/service.ts'
+import { inReach } from '../../customers/reach.ts'
 import { toWire } from '../../records/wire.ts'
 import { lockSubscription, requireSubscription, viewOf } from '../../subscriptions/read.ts'
 import * as store from '../../subscriptions/store.ts'
@@ -116,7 +117,7 @@ export async function applyDueSchedules(deps: Deps, now: Date = deps.clock.now()
     let taken: ScheduleRow | undefined
     try {
       const outcome = await transaction(deps, async (tx) => {
-        taken = (await dueAt(tx, now, failed.size + 1)).find((s) => !failed.has(s.id))
+        taken = (await dueAt(tx, now, failed.size + 1, inReach(tx, deps, 'subscriptions.customer_id'))).find((s) => !failed.has(s.id))
         return taken ? applyOne(tx, taken, audit) : null
       })
       if (!outcome) return summary

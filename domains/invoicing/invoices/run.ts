@@ -13,6 +13,7 @@ import type { Audit } from '../../../infra/records.ts'
 import type { Progress } from '../../../infra/scheduler.ts'
 import { redeemSubscriptionCoupons } from '../coupons/service.ts'
 import { transaction } from '../../records/service.ts'
+import { inReach } from '../../customers/reach.ts'
 import { subscriptionsAfter, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { assemble } from './assemble.ts'
 import { billedThroughParent, cycleOf, loadContexts, pointSpec, subscriptionHeader, thresholdPoint, usageRequests, type BillingContext } from './billing.ts'
@@ -144,7 +145,7 @@ async function finalizeDue(deps: Deps, now: Date, summary: RunSummary, progress:
   const audit: Audit = { by: 'system', at: now }
   const failed: string[] = []
   for (;;) {
-    const drafts = await store.draftsToFinalize(deps.sql, now, PAGE, failed)
+    const drafts = await store.draftsToFinalize(deps.sql, now, PAGE, inReach(deps.sql, deps, 'invoices.customer_id'), failed)
     if (drafts.length === 0) return
     for (const [i, draft] of drafts.entries()) {
       try {
@@ -182,7 +183,7 @@ export async function runBilling(deps: Deps, progress: Progress = () => {}, now:
 export async function markOverdue(deps: Deps, now: Date = deps.clock.now()): Promise<{ overdue: number }> {
   let overdue = 0
   for (;;) {
-    const rows = await store.overdue(deps.sql, now, PAGE)
+    const rows = await store.overdue(deps.sql, now, PAGE, inReach(deps.sql, deps, 'invoices.customer_id'))
     if (rows.length === 0) return { overdue }
     for (const row of rows) {
       const scope = scopeOf(row)

@@ -6,7 +6,7 @@ import type { InvoiceStatus, PaymentStatus } from '../../../core/billing/payment
 import type { Db } from '../../../infra/postgres.ts'
 import { newId } from '../../../core/ids.ts'
 import { toWire } from '../../records/wire.ts'
-import { decodeRow, filterSpec, publishedIn, type FilterSpec, type RecordRow, type RecordTable } from '../../../infra/records.ts'
+import { decodeRow, filterSpec, publishedIn, type FilterSpec, type Fragment, type RecordRow, type RecordTable } from '../../../infra/records.ts'
 
 const MONEY = ['subtotal', 'total_discount', 'total_tax', 'total', 'amount_due', 'amount_paid', 'amount_remaining', 'adjustment_amount', 'refunded_amount', 'overpaid_amount', 'total_prepaid_credits_applied']
 
@@ -210,16 +210,16 @@ export async function lastThresholdCut(db: Db, scope: Scope, subscriptionId: str
 }
 
 /** Subscription drafts of every scope whose grace period ended, oldest first. */
-export async function draftsToFinalize(db: Db, now: Date, limit: number, except: string[] = []): Promise<InvoiceRow[]> {
-  const rows = await db`SELECT * FROM invoices WHERE invoice_status = 'DRAFT' AND finalize_after <= ${now} AND status = 'published'
+export async function draftsToFinalize(db: Db, now: Date, limit: number, reach: Fragment, except: string[] = []): Promise<InvoiceRow[]> {
+  const rows = await db`SELECT * FROM invoices WHERE invoice_status = 'DRAFT' AND finalize_after <= ${now} AND status = 'published' AND ${reach}
       AND NOT (id = ANY(${except}::text[]))
     ORDER BY finalize_after, id LIMIT ${limit}`
   return rows.map((r) => decodeRow<InvoiceRow>(INVOICES, r))
 }
 
 /** Finalized invoices of every scope past their due date, still owing, not yet announced as overdue. */
-export async function overdue(db: Db, now: Date, limit: number): Promise<InvoiceRow[]> {
-  const rows = await db`SELECT * FROM invoices WHERE invoice_status = 'FINALIZED' AND overdue_notified_at IS NULL AND due_date < ${now}
+export async function overdue(db: Db, now: Date, limit: number, reach: Fragment): Promise<InvoiceRow[]> {
+  const rows = await db`SELECT * FROM invoices WHERE invoice_status = 'FINALIZED' AND overdue_notified_at IS NULL AND due_date < ${now} AND ${reach}
     AND amount_remaining > 0 AND payment_status NOT IN ('SUCCEEDED', 'OVERPAID', 'REFUNDED', 'PARTIALLY_REFUNDED') AND status = 'published'
     ORDER BY due_date, id LIMIT ${limit}`
   return rows.map((r) => decodeRow<InvoiceRow>(INVOICES, r))
