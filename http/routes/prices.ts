@@ -77,7 +77,7 @@ const one = async (deps: Deps, actor: Actor, row: Promise<service.PriceRow>) => 
 
 const owner: Record<string, JsonSchema> = {
   plan_id: { type: 'string', minLength: 1 },
-  entity_type: { type: 'string', enum: ['PLAN', 'ADDON'] },
+  entity_type: { type: 'string', enum: ['PLAN', 'ADDON', 'COSTSHEET'] },
   entity_id: { type: 'string', minLength: 1 },
 }
 

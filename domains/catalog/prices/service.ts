@@ -16,7 +16,8 @@ import { groupsByIds, requireGroup } from '../groups/service.ts'
 import { metersByIds } from '../meters/service.ts'
 import { findPriceUnit, priceUnitDeletion, priceUnitsByIds, type PriceUnitRow } from '../price-units/service.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
-import { entityOf, requireOwner, type EntityRef, type EntityInput } from '../offerings/kinds.ts'
+import type { EntityType } from '../entitlements/store.ts'
+import { priceOwnerOf, requirePriceOwner, type PriceOwnerInput, type PriceOwnerRef } from './owners.ts'
 import { auditOf, referenced, transaction, uniquely, within, type UniqueKey } from '../../records/service.ts'
 import * as store from './store.ts'
 
@@ -45,7 +46,7 @@ interface UnitChoice {
 }
 
 export type NewPrice = PriceInput & PriceDetails & UnitChoice
-export type CreatePriceInput = NewPrice & EntityInput
+export type CreatePriceInput = NewPrice & PriceOwnerInput
 export interface UpdatePriceInput extends PriceDetails {
   version?: number
 }
@@ -104,7 +105,7 @@ export async function preparePrices(deps: Deps, scope: Scope, inputs: NewPrice[]
 export const priceKeys = (prices: { details: PriceDetails }[]): UniqueKey[] =>
   prices.map((p) => ({ index: store.LOOKUP_KEY_INDEX, field: 'lookup_key', value: p.details.lookup_key }))
 
-export const insertPrices = (tx: Tx, scope: Scope, audit: Audit, entity: EntityRef, prices: PreparedPrice[]): Promise<store.PriceRow[]> =>
+export const insertPrices = (tx: Tx, scope: Scope, audit: Audit, entity: PriceOwnerRef, prices: PreparedPrice[]): Promise<store.PriceRow[]> =>
   insertRecords<store.PriceRow>(
     tx,
     store.PRICES,
@@ -115,12 +116,12 @@ export const insertPrices = (tx: Tx, scope: Scope, audit: Audit, entity: EntityR
 
 export async function createPrice(deps: Deps, actor: Actor, input: CreatePriceInput): Promise<store.PriceRow> {
   const { plan_id, entity_type, entity_id, ...price } = input
-  const entity = entityOf({ plan_id, entity_type, entity_id })
+  const entity = priceOwnerOf({ plan_id, entity_type, entity_id })
   // Reported without the list prefix: this request is one price.
   const [prepared] = await preparePrices(deps, actor, [price], null)
   return uniquely('price', priceKeys([prepared]), () =>
     transaction(deps, async (tx) => {
-      await requireOwner(tx, actor, { plan_id, entity_type, entity_id }, entity)
+      await requirePriceOwner(tx, actor, { plan_id, entity_type, entity_id }, entity, prepared.terms)
       const [row] = await insertPrices(tx, actor, auditOf(deps, actor), entity, [prepared])
       return row
     }),
@@ -129,15 +130,15 @@ export async function createPrice(deps: Deps, actor: Actor, input: CreatePriceIn
 
 /** Several prices, each of its own plan or addon, in one transaction: all are made or none (errors name items[i]). */
 export async function createPricesBulk(deps: Deps, actor: Actor, items: CreatePriceInput[]): Promise<store.PriceRow[]> {
-  const entities: EntityRef[] = []
-  for (const [i, { plan_id, entity_type, entity_id }] of items.entries()) entities.push(await within(`items[${i}]`, () => entityOf({ plan_id, entity_type, entity_id })))
+  const entities: PriceOwnerRef[] = []
+  for (const [i, { plan_id, entity_type, entity_id }] of items.entries()) entities.push(await within(`items[${i}]`, () => priceOwnerOf({ plan_id, entity_type, entity_id })))
   const prepared = await preparePrices(deps, actor, items.map(({ plan_id: _p, entity_type: _t, entity_id: _e, ...price }) => price), 'items')
   return uniquely('price', priceKeys(prepared), () =>
     transaction(deps, async (tx) => {
       const rows: store.PriceRow[] = []
       for (const [i, entity] of entities.entries()) {
         const { plan_id, entity_type, entity_id } = items[i]
-        await within(`items[${i}]`, () => requireOwner(tx, actor, { plan_id, entity_type, entity_id }, entity))
+        await within(`items[${i}]`, () => requirePriceOwner(tx, actor, { plan_id, entity_type, entity_id }, entity, prepared[i].terms))
         rows.push(...(await insertPrices(tx, actor, auditOf(deps, actor), entity, [prepared[i]])))
       }
       return rows
@@ -146,7 +147,7 @@ export async function createPricesBulk(deps: Deps, actor: Actor, items: CreatePr
 }
 
 /** Copies of prices for another plan or addon (a clone): the same terms, without their lookup keys (those stay unique). */
-export function copyPrices(tx: Tx, scope: Scope, audit: Audit, entity: EntityRef, prices: (store.PriceRow | PriceView)[]): Promise<store.PriceRow[]> {
+export function copyPrices(tx: Tx, scope: Scope, audit: Audit, entity: PriceOwnerRef, prices: (store.PriceRow | PriceView)[]): Promise<store.PriceRow[]> {
   // A view's display fields are derived, not columns.
   const copies = prices.map(({ id: _id, tenant_id: _t, environment_id: _e, created_at: _ca, created_by: _cb, updated_at: _ua, updated_by: _ub, version: _v, status: _s, display_amount: _d, pricing_unit: _p, display_price_unit_amount: _u, ...terms }: Partial<PriceView>) => ({
     ...terms,
@@ -159,9 +160,18 @@ export function copyPrices(tx: Tx, scope: Scope, audit: Audit, entity: EntityRef
 export const getPrice = (deps: Deps, actor: Actor, id: string): Promise<store.PriceRow> =>
   requireRecord<store.PriceRow>(deps.sql, store.PRICES, actor, id)
 
-/** A published price a new record (a subscription line item) may take. */
-export const requirePrice = (db: Db, scope: Scope, id: string): Promise<store.PriceRow> =>
-  referenced('price_id', requireRecord<store.PriceRow>(db, store.PRICES, scope, id, { published: true }))
+/** A price of a plan or addon: what a customer is charged. */
+export type OfferingPriceRow = store.PriceRow & { entity_type: EntityType }
+
+/** A published price a new record (a subscription line item) may take; a cost sheet's is not one (it prices what usage costs you). */
+export const requirePrice = (db: Db, scope: Scope, id: string): Promise<OfferingPriceRow> =>
+  referenced(
+    'price_id',
+    requireRecord<store.PriceRow>(db, store.PRICES, scope, id, { published: true }).then((row) => {
+      if (row.entity_type === 'COSTSHEET') throw notFound('price', id)
+      return row as OfferingPriceRow
+    }),
+  )
 
 export async function getPriceByLookupKey(deps: Deps, actor: Actor, lookupKey: string): Promise<store.PriceRow> {
   const row = await findPublishedBy<store.PriceRow>(deps.sql, store.PRICES, actor, 'lookup_key', lookupKey)

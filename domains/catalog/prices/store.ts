@@ -1,6 +1,7 @@
 import type { PriceTerms } from '../../../core/price-rules.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
+import type { EntityType } from '../entitlements/store.ts'
 import { type FilterSpec, filterSpec, type RecordRow, type RecordTable } from '../../../infra/records.ts'
 
 export const PRICES: RecordTable = {
@@ -18,8 +19,11 @@ export const FILTERS: FilterSpec = filterSpec({
   unexpired: { allow_expired_prices: 'end_date' },
 })
 
+/** A plan's or addon's price, or a cost sheet's (what a unit of a meter costs you). */
+export type PriceOwnerType = EntityType | 'COSTSHEET'
+
 export interface PriceRow extends RecordRow, PriceTerms {
-  entity_type: 'PLAN' | 'ADDON'
+  entity_type: PriceOwnerType
   entity_id: string
   lookup_key: string | null
   description: string | null
