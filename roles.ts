@@ -19,8 +19,13 @@ import { jobs } from './worker/jobs.ts'
 import { startScheduler } from './infra/scheduler.ts'
 import { ingestRoutes } from './http/routes/intake.ts'
 import { startIntake } from './ingest/start.ts'
+import { ingestEvents } from './ingest/service.ts'
+import { plugEventIntake } from './domains/tasks/intake.ts'
 import { startBackfillLoop } from './aggregator/backfill.ts'
 import { consumerGroup, startAggregator } from './aggregator/consumer.ts'
+
+// Imported events (/v1/tasks) enter as POST /v1/events/bulk's do.
+plugEventIntake(ingestEvents)
 
 export const ROLE_NAMES = ['api', 'ingest', 'aggregator', 'worker'] as const
 export type RoleName = (typeof ROLE_NAMES)[number]

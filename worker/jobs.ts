@@ -9,6 +9,7 @@ import { runOpenSimulations } from '../domains/invoicing/simulations/run.ts'
 import { deliverNew, retryDue, RUN_BUDGET_MS } from '../domains/webhooks/delivery.ts'
 import { syncInvoices } from '../domains/integrations/service.ts'
 import { syncAccounting } from '../domains/integrations/accounting.ts'
+import { runOpenTasks } from '../domains/tasks/run.ts'
 import type { Job } from '../infra/scheduler.ts'
 
 // onTestClocks: the job acts on customers' records by deps.clock's time and honours deps.testClockId, so advancing
@@ -29,6 +30,8 @@ export const jobs: Job[] = [
   { name: 'credit-grant-applications', onTestClocks: true, schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
   // Due billing points get their invoices (catch-up in order); drafts past their grace period are finalized.
   { name: 'billing-run', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
+  // Import and export tasks (/v1/tasks) whose process stopped before or while working them, from their checkpoint.
+  { name: 'tasks', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenTasks(deps)) }) },
   // Pricing simulations whose process stopped before or while running them (they start at once where asked).
   { name: 'pricing-simulations', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenSimulations(deps)) }) },
   // invoice.payment.overdue once per finalized invoice still owing after its due date.

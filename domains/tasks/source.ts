@@ -1,0 +1,93 @@
+// An import's file as text in pieces: the request's own (file_content), or the file at file_url, fetched once —
+// http(s) only, at most MAX_IMPORT_BYTES, within FETCH_TIMEOUT_MS — into DATA_DIR/tasks/<id>.input, so that a
+// resumed import reads the very file its first run read.
+import { createReadStream, createWriteStream } from 'node:fs'
+import { mkdir, rm, stat } from 'node:fs/promises'
+import { Readable, Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type { Deps } from '../../infra/deps.ts'
+import { inputPath, taskDir } from './files.ts'
+import * as store from './store.ts'
+
+export const MAX_IMPORT_BYTES = 100 * 1024 * 1024
+export const FETCH_TIMEOUT_MS = 60_000
+
+/** A reason the task fails with, as its error_summary. */
+export class TaskFailure extends Error {}
+
+
+/** Refused at creation: a URL the task could never fetch. */
+export function checkFileUrl(value: string): string | undefined {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return 'must be an absolute http(s) URL'
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `must be an http(s) URL, not ${url.protocol.replace(/:$/, '')}`
+  if (url.username || url.password) return 'must not carry credentials'
+  return undefined
+}
+
+const mib = (bytes: number): string => `${Math.round(bytes / 1024 / 1024)} MiB`
+
+async function download(deps: Deps, task: store.TaskRow, path: string): Promise<number> {
+  let res: Response
+  try {
+    res = await fetch(task.file_url!, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: 'follow' })
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } }
+    throw new TaskFailure(`file_url could not be fetched: ${e.name === 'TimeoutError' ? `no answer within ${FETCH_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.cause?.message ?? e.message)}`)
+  }
+  if (!res.ok || !res.body) {
+    await res.body?.cancel()
+    throw new TaskFailure(`file_url answered HTTP ${res.status}`)
+  }
+  const declared = Number(res.headers.get('content-length') ?? NaN)
+  if (declared > MAX_IMPORT_BYTES) {
+    await res.body.cancel()
+    throw new TaskFailure(`the file at file_url is ${mib(declared)}, more than the ${mib(MAX_IMPORT_BYTES)} an import reads`)
+  }
+  let bytes = 0
+  const bounded = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      bytes += chunk.length
+      if (bytes > MAX_IMPORT_BYTES) done(new TaskFailure(`the file at file_url is more than the ${mib(MAX_IMPORT_BYTES)} an import reads`))
+      else done(null, chunk)
+    },
+  })
+  await mkdir(taskDir(deps), { recursive: true })
+  try {
+    await pipeline(res.body as unknown as NodeJS.ReadableStream, bounded, createWriteStream(path))
+  } catch (err) {
+    if (err instanceof TaskFailure) throw err
+    throw new TaskFailure(`file_url could not be read to its end: ${(err as Error).name === 'TimeoutError' ? `not within ${FETCH_TIMEOUT_MS / 1000} s` : (err as Error).message}`)
+  }
+  return bytes
+}
+
+/** True when the copy of a previous run is there whole. */
+async function kept(path: string, bytes: number | null): Promise<boolean> {
+  if (bytes === null) return false
+  try {
+    return (await stat(path)).size === bytes
+  } catch {
+    return false
+  }
+}
+
+/** The import file's text, in pieces. */
+export async function importText(deps: Deps, task: store.TaskRow): Promise<AsyncIterable<string>> {
+  if (task.file_content !== null) return Readable.from([task.file_content])
+  const path = inputPath(deps, task.id)
+  if (!(await kept(path, task.file_bytes))) {
+    const bytes = await download(deps, task, path)
+    await store.recordFile(deps.sql, task.id, bytes, deps.clock.now())
+  }
+  return createReadStream(path, { encoding: 'utf8', highWaterMark: 256 * 1024 }) as AsyncIterable<string>
+}
+
+/** The fetched copy is no longer needed once the import ended. */
+export async function dropInput(deps: Deps, id: string): Promise<void> {
+  await rm(inputPath(deps, id), { force: true })
+}
