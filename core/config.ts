@@ -61,6 +61,8 @@ export interface Config {
   secretsKey?: string
   /** An OpenAI-compatible chat API that POST /v1/ai/pricing/parse may ask; absent: the rules parser alone. */
   ai?: AiConfig
+  /** SMTP_URL (smtp:// or smtps://, credentials in it): where customer email goes; absent: .eml files under DATA_DIR/mail/. */
+  smtpUrl?: string
 }
 
 interface KafkaTopicSettings {
@@ -285,6 +287,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     secretsKey: secretsKey(env),
     ai: aiConfig(env),
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
       backoffMs: int(env, 'WEBHOOK_RETRY_BACKOFF_SECONDS', 300, 1, 86400) * 1000,

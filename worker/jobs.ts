@@ -9,7 +9,8 @@ import { runOpenSimulations } from '../domains/invoicing/simulations/run.ts'
 import { deliverNew, retryDue, RUN_BUDGET_MS } from '../domains/webhooks/delivery.ts'
 import { syncInvoices } from '../domains/integrations/service.ts'
 import { syncAccounting } from '../domains/integrations/accounting.ts'
-import { runOpenTasks } from '../domains/tasks/run.ts'
+import { deliverCommunications } from '../domains/communications/service.ts'
+import { runDunning } from '../domains/dunning/service.ts'
 import type { Job } from '../infra/scheduler.ts'
 
 // onTestClocks: the job acts on customers' records by deps.clock's time and honours deps.testClockId, so advancing
@@ -30,8 +31,6 @@ export const jobs: Job[] = [
   { name: 'credit-grant-applications', onTestClocks: true, schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
   // Due billing points get their invoices (catch-up in order); drafts past their grace period are finalized.
   { name: 'billing-run', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
-  // Import and export tasks (/v1/tasks) whose process stopped before or while working them, from their checkpoint.
-  { name: 'tasks', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenTasks(deps)) }) },
   // Pricing simulations whose process stopped before or while running them (they start at once where asked).
   { name: 'pricing-simulations', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenSimulations(deps)) }) },
   // invoice.payment.overdue once per finalized invoice still owing after its due date.
@@ -41,6 +40,11 @@ export const jobs: Job[] = [
   // Outbox → webhook endpoints: new events' first attempts every 5 seconds; a run stops taking work after
   // RUN_BUDGET_MS, so the lease (twice that and the last request's timeout) outlives it.
   { name: 'webhook-delivery', schedule: '*/5 * * * * *', leaseMs: 2 * RUN_BUDGET_MS + 60_000, run: async (deps, progress) => ({ ...(await deliverNew(deps, progress)) }) },
+  // Customer email: new finalized invoices, credit notes and succeeded payments get their message; due messages
+  // (new, and 4xx retries with backoff) are sent once each (a claim with a lease; docs/invoicing.md "Email").
+  { name: 'communications', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps, progress) => ({ ...(await deliverCommunications(deps, progress)) }) },
+  // Dunning: overdue invoices enter their environment's schedule; due steps run once each (reminder, payment retry, final action).
+  { name: 'dunning', schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runDunning(deps, progress)) }) },
   // The stale-webhook retry job (WEBHOOK_RETRY_* settings): due retries with exponential backoff.
   { name: 'webhook-retry', schedule: '* * * * *', leaseMs: 2 * RUN_BUDGET_MS + 60_000, run: async (deps, progress) => ({ ...(await retryDue(deps, progress)) }) },
 ]

@@ -12,6 +12,7 @@ import * as service from '../../domains/invoicing/invoices/service.ts'
 import * as subscriptionInvoices from '../../domains/invoicing/invoices/subscription-invoices.ts'
 import { expandUsage } from '../../domains/invoicing/invoices/usage.ts'
 import { PAYMENT_METHODS } from '../../domains/invoicing/payments/service.ts'
+import { sendInvoiceNow } from '../../domains/communications/service.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
 const text: JsonSchema = { type: 'string', maxLength: 2000 }
@@ -176,9 +177,13 @@ export const invoiceRoutes: Route[] = [
     method: 'POST',
     path: '/v1/invoices/{id}/comms/trigger',
     tag: 'Invoices',
-    summary: 'Announce invoice.communication.triggered with the invoice, for the webhook that sends it to the customer',
+    summary: "Email the finalized invoice (PDF attached) to the customer now, and announce invoice.communication.triggered; the answer's communication is the message record",
     permission: 'write',
-    handler: ({ deps, actor, params }) => service.triggerCommunication(deps, actor, params.id),
+    handler: async ({ deps, actor, params }) => {
+      // Sent first: an invoice that cannot be sent (a draft, voided) is refused before anything is announced.
+      const communication = toWire(await sendInvoiceNow(deps, actor, params.id))
+      return { ...(await service.triggerCommunication(deps, actor, params.id)), communication }
+    },
   }),
   defineRoute({
     method: 'GET',
