@@ -10,6 +10,7 @@ import { routeGroups } from './route-groups.ts'
 import { healthRoutes } from './routes/health.ts'
 import { openApiRoutes } from './routes/openapi.ts'
 import { consoleMiddleware } from './console.ts'
+import { portalPageMiddleware } from './portal-page.ts'
 import { discardUnread } from './unread-body.ts'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -48,6 +49,7 @@ export function createApp(deps: Deps, roleRoutes: Route[]): Koa {
   })
   app.use(errorHandler(deps.logger))
   app.use(consoleMiddleware({ routes }))
+  app.use(portalPageMiddleware({ routes }))
   app.use(
     bodyParser({
       enableTypes: ['json'],

@@ -42,7 +42,7 @@ function packageDir(pkg: string): string {
  * external import maps, and a hash keeps 'unsafe-inline' out), API calls to this origin only, images
  * also from blob: and data: (uPlot draws on canvas; a PDF or CSV is handed over as a blob: URL).
  */
-function contentSecurityPolicy(indexHtml: string): string {
+export function contentSecurityPolicy(indexHtml: string): string {
   const map = /<script type="importmap">([\s\S]*?)<\/script>/.exec(indexHtml)
   const hash = map ? ` 'sha256-${createHash('sha256').update(map[1]).digest('base64')}'` : ''
   return [

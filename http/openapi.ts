@@ -41,7 +41,7 @@ export function openApiDocument(routes: Route[]): JsonSchema {
         [String(r.status ?? 200)]: { description: 'OK', content: { [r.produces ?? 'application/json']: { schema: r.response ?? (r.produces ? { type: 'string' } : { type: 'object' }) } } },
         default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },
-      ...(r.permission === 'public' ? { security: [] } : { 'x-required-permission': r.permission }),
+      ...(r.permission === 'public' ? { security: [] } : r.permission === 'session' ? { security: [{ PortalSession: [] }], 'x-required-permission': 'session' } : { 'x-required-permission': r.permission }),
     }
     if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: boundedSchema(r.body) } } }
     ;(paths[r.path] ??= {})[r.method.toLowerCase()] = op
@@ -52,7 +52,7 @@ export function openApiDocument(routes: Route[]): JsonSchema {
     servers: [{ url: '/' }],
     security: [{ ApiKeyAuth: [] }],
     components: {
-      securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'x-api-key' } },
+      securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'x-api-key' }, PortalSession: { type: 'apiKey', in: 'header', name: 'X-Session-Token', description: 'a customer portal session (GET /v1/customers/portal/{external_id})' } },
       schemas: { Error: errorBody },
     },
     paths,

@@ -8,13 +8,17 @@ import type { Actor, Role } from '../core/scope.ts'
 import type { Deps } from '../infra/deps.ts'
 import { eventLogOf } from '../infra/event-log.ts'
 import { authenticate } from '../domains/tenancy/keys/service.ts'
+import { authenticateSession, SESSION_HEADER } from '../domains/portal/service.ts'
 import type { RateLimiter } from './rate-limit.ts'
 import { BOUNDS, validateBody, validateQuery, wellFormed, type JsonSchema } from '../core/validate.ts'
 
-/** `public` needs no key; `ingest` is event intake, which SDK-embedded keys may call and nothing else. */
-export type Permission = 'public' | 'ingest' | 'read' | 'write' | 'admin'
+/**
+ * `public` needs no key; `ingest` is event intake, which SDK-embedded keys may call and nothing else; `session` is
+ * the customer portal's: a portal session token (X-Session-Token) instead of a key, and no key is taken there.
+ */
+export type Permission = 'public' | 'session' | 'ingest' | 'read' | 'write' | 'admin'
 
-const ALLOWED: Record<Exclude<Permission, 'public'>, readonly Role[]> = {
+const ALLOWED: Record<Exclude<Permission, 'public' | 'session'>, readonly Role[]> = {
   ingest: ['ingest', 'write', 'admin'],
   read: ['read', 'write', 'admin'],
   write: ['write', 'admin'],
@@ -78,7 +82,7 @@ export interface MountOptions {
   limiter: RateLimiter
 }
 
-function authorize(actor: Actor, permission: Exclude<Permission, 'public'>): void {
+function authorize(actor: Actor, permission: Exclude<Permission, 'public' | 'session'>): void {
   if (!actor.roles.some((r) => ALLOWED[permission].includes(r))) {
     throw new AppError('permission_denied', `this API key may not ${permission === 'ingest' ? 'send events' : permission}`, {
       required_roles: ALLOWED[permission],
@@ -99,7 +103,10 @@ export function mountRoutes(router: Router, routes: Route[], { deps, limiter }: 
   for (const route of routes) {
     router.register(koaPath(route.path), [route.method], async (ctx: Context) => {
       let actor = undefined as unknown as Actor
-      if (route.permission !== 'public') {
+      if (route.permission === 'session') {
+        actor = await authenticateSession(deps, ctx.get(SESSION_HEADER) || undefined)
+        limiter.take(actor.keyId)
+      } else if (route.permission !== 'public') {
         actor = await authenticate(deps, ctx.get('x-api-key') || undefined)
         limiter.take(actor.keyId)
         authorize(actor, route.permission)
