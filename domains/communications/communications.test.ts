@@ -6,7 +6,6 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
-import { loadConfig } from '../../core/config.ts'
 import { customer } from '../../test/catalog.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { attachments, header, plainText, startSmtpSink, type SmtpSink } from '../../test/smtp-sink.ts'
@@ -125,6 +124,19 @@ describe('invoice email over SMTP', () => {
     const page = await call(h, 'GET', `/v1/communications?customer_id=${quiet.id}&delivery_status=skipped`)
     expect(page.items).toEqual([expect.objectContaining({ invoice_id: invoice.id, delivery_status: 'skipped', last_error: 'the customer has no email' })])
     expect((await call(h, 'GET', `/v1/communications?customer_id=${quiet.id}&delivery_status=sent`)).items).toHaveLength(0)
+  })
+
+  it('writes .eml files under DATA_DIR/mail/ with no SMTP_URL (the embedded default), listed like sent mail', async () => {
+    const invoice = await finalizedInvoice(cust.id, '7.00')
+    const embedded = { ...h.running.deps, config: { ...h.running.deps.config, smtpUrl: undefined } }
+    expect(await deliverCommunications(embedded)).toMatchObject({ sent: 1 })
+    const [message] = await messagesOf(invoice.id)
+    expect(message).toMatchObject({ delivery_status: 'sent', transport: 'file', file_path: join(h.config.dataDir, 'mail', `${message.id}.eml`) })
+    expect(readdirSync(join(h.config.dataDir, 'mail'))).toEqual([`${message.id}.eml`])
+    const raw = readFileSync(message.file_path, 'utf8')
+    expect(header(raw, 'Message-ID')).toBe(message.message_id)
+    expect(attachments(raw)[0].content.subarray(0, 5).toString()).toBe('%PDF-')
+    expect(received(message.message_id)).toHaveLength(0)
   })
 
   it('never sends twice when the sender is killed between the server accepting and the record (at most once per claim)', async () => {
