@@ -97,6 +97,8 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.plan3 = (await post('/v1/plans', { name: unique('plan3'), prices: [{ currency: 'USD', type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '7' }] })).id
   ids.schedule = (await post(`/v1/subscriptions/${ids.subscription2}/change/execute`, { target_plan_id: ids.plan3, change_at: 'end_of_period' })).schedule_id
   ids.planSync = (await post(`/v1/plans/${ids.plan2}/sync/subscriptions`, {})).id
+  // An export task (an import would write records in the background while the suites count rows).
+  ids.task = (await post('/v1/tasks', { task_type: 'EXPORT', entity_type: 'INVOICES', file_type: 'CSV', ...RANGE() })).id
   ids.simulation = (await post('/v1/pricing/simulations', { name: unique('sim'), ...RANGE(), candidate: { price_overrides: [{ price_id: ids.price, amount: '0.02' }] } })).id
   const envs = await call(h, key, 'GET', '/v1/environments')
   ids.environment = envs.items.find((e: { id: string }) => key === h.key ? e.id === h.tenant.environments.production : true)?.id ?? envs.items[0].id
@@ -279,6 +281,8 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
       { name: unique('sim'), ...RANGE(), customer_ids: [ids.customer], candidate: { price_overrides: [{ price_id: ids.price, billing_model: 'TIERED', tier_mode: 'SLAB', tiers: [{ up_to: 10, unit_amount: '0.01' }, { up_to: null, unit_amount: '0.005' }], allowance: 5 }] } },
       { name: unique('sim'), ...RANGE(), candidate: { plan_id: ids.plan } },
     ],
+    'POST /v1/tasks': [{ task_type: 'EXPORT', entity_type: 'CREDIT_NOTES', file_type: 'PARQUET', file_name: 'notes.parquet', metadata: { a: 'b' }, filters: {}, ...RANGE() }],
+    'PUT /v1/tasks/{id}/status': [{ task_status: 'FAILED' }],
     // A record's DELETE takes an empty body (a field would be a later deletion, refused).
     ...Object.fromEntries(RECORD_DELETES.map((path) => [`DELETE ${path}`, [{}]])),
   }
@@ -351,6 +355,7 @@ const ID_KIND: [string, string][] = [
   ['/v1/connections/', 'connection'],
   ['/v1/pricing/simulations/', 'simulation'],
   ['/v1/subscription-schedules/', 'schedule'],
+  ['/v1/tasks/', 'task'],
   ['/v1/v1/subscription-schedules/', 'schedule'],
 ]
 

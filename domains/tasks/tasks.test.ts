@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Actor } from '../../core/scope.ts'
 import { twoTenants } from '../../test/catalog.ts'
 import { readyMeter, usage } from '../../test/usage-helpers.ts'
-import { createTask, getTask, taskErrors } from './service.ts'
+import { createTask, getTask, taskErrors, updateTaskStatus } from './service.ts'
 import { runTask } from './run.ts'
 
 const t = twoTenants()
@@ -90,6 +90,18 @@ describe('importing customers', () => {
     expect(rows.map((r) => r.external_id)).toEqual(Array.from({ length: 10 }, (_, i) => `res-${String(i + 1).padStart(2, '0')}`))
     // Version 1 each: no record was written twice.
     expect(rows.every((r) => r.version === 1)).toBe(true)
+  })
+
+  it('a stopped task is not worked; set PENDING again it runs from its checkpoint', async () => {
+    const task = await createTask(deps(), actor, { task_type: 'IMPORT', entity_type: 'CUSTOMERS', file_type: 'CSV', file: 'external_id\nstop-1\nstop-2' })
+    expect(await updateTaskStatus(deps(), actor, task.id, 'FAILED')).toEqual({ message: `task ${task.id} stopped`, start: false })
+    await runTask(deps(), task.id)
+    expect(await getTask(deps(), actor, task.id)).toMatchObject({ task_status: 'FAILED', error_summary: 'stopped by tasks-test', processed_records: 0 })
+    expect(await customerRows('stop-')).toEqual([])
+    await expect(updateTaskStatus(deps(), actor, task.id, 'COMPLETED')).rejects.toMatchObject({ code: 'invalid_operation' })
+    expect((await updateTaskStatus(deps(), actor, task.id, 'PENDING')).start).toBe(true)
+    await runTask(deps(), task.id)
+    expect(await getTask(deps(), actor, task.id)).toMatchObject({ task_status: 'COMPLETED', successful_records: 2, error_summary: null })
   })
 
   it('fails a file that cannot be read with the reason, keeping what it reported done', async () => {

@@ -133,7 +133,7 @@ export const taskRoutes: Route[] = [
     handler: async ({ deps, actor, params, ctx }) => {
       const file = await exportFile(deps, actor, params.id)
       if (ctx.accepts(file.contentType.split(';')[0], 'application/json') === 'application/json') {
-        return { download_url: `${ctx.origin}/v1/tasks/${encodeURIComponent(params.id)}/download`, file_name: file.fileName, content_type: file.contentType }
+        return { download_url: `${ctx.protocol}://${ctx.host}/v1/tasks/${encodeURIComponent(params.id)}/download`, file_name: file.fileName, content_type: file.contentType }
       }
       ctx.status = 200
       ctx.type = file.contentType
