@@ -4,6 +4,7 @@
 // - event intake: a clocked customer's events may be stamped up to the clock's time and no later, a
 //   lookup made per event, so answered from memory (infra/read-cache.ts: at most READ_CACHE_MS stale
 //   across processes, never across a write of this one).
+import { fixedClock } from '../../core/clock.ts'
 import type { Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Db } from '../../infra/postgres.ts'
@@ -23,6 +24,13 @@ export async function customersInReach(db: Db, deps: Pick<Deps, 'testClockId'>, 
   if (customerIds.length === 0) return new Set()
   const rows = await db<{ id: string }[]>`SELECT id FROM unnest(${customerIds}::text[]) AS c(id) WHERE ${inReach(db, deps, 'c.id')}`
   return new Set(rows.map((r) => r.id))
+}
+
+/** Deps whose clock reads the time of the test clock the customer lives on, if any (what happens to it happens then). */
+export async function onCustomersTime(deps: Deps, customer: { test_clock_id: string | null }): Promise<Deps> {
+  if (!customer.test_clock_id) return deps
+  const [row] = await deps.sql<{ frozen_time: Date }[]>`SELECT frozen_time FROM test_clocks WHERE id = ${customer.test_clock_id}`
+  return row ? { ...deps, clock: fixedClock(row.frozen_time) } : deps
 }
 
 /** external_id → the clock's frozen time (ms), for one environment's customers on a clock. */

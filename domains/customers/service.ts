@@ -1,7 +1,7 @@
 // Customers: external_id unique per environment, e-mail and ISO 3166-1 alpha-2 country checked,
 // integration mappings kept with the customer. Every change writes customer.* to the outbox.
 import { countryCode } from '../../core/countries.ts'
-import { notFound, validationError } from '../../core/errors.ts'
+import { AppError, notFound, validationError } from '../../core/errors.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Db } from '../../infra/postgres.ts'
@@ -34,6 +34,7 @@ interface CustomerFields {
 export interface CreateCustomerInput extends CustomerFields {
   external_id: string
   integrations?: store.MappingInput[]
+  test_clock_id?: string
 }
 
 export interface UpdateCustomerInput extends CustomerFields {
@@ -67,6 +68,10 @@ export async function createCustomer(deps: Deps, actor: Actor, input: CreateCust
   const audit = auditOf(deps, actor)
   return uniquely('customer', uniqueKeys(input), () =>
     transaction(deps, async (tx) => {
+      // Test clocks exist in sandbox environments only, so a production key finds none either.
+      if (fields.test_clock_id !== undefined && !(await store.hasTestClock(tx, actor, fields.test_clock_id))) {
+        throw new AppError('not_found', `test_clock_id: no test clock ${fields.test_clock_id} in this environment (test clocks exist in sandbox environments only)`, { test_clock_id: fields.test_clock_id })
+      }
       const row = await insertRecord<store.CustomerRow>(tx, store.CUSTOMERS, actor, audit, fields)
       const view = { ...row, integrations: await store.insertMappings(tx, actor, audit, row.id, integrations) }
       await announce(tx, actor, 'customer.created', store.CUSTOMERS, view)

@@ -25,6 +25,8 @@ export interface CustomerRow extends RecordRow {
   address_state: string | null
   address_postal_code: string | null
   address_country: string | null
+  /** The test clock the customer lives on (sandbox only), else null: the wall clock. */
+  test_clock_id: string | null
 }
 
 export interface MappingRow extends RecordRow {
@@ -38,6 +40,12 @@ export interface MappingInput {
   provider_type: string
   provider_entity_id: string
   metadata?: Record<string, string>
+}
+
+/** Whether the environment has this test clock (a clock of another environment is not found here). */
+export async function hasTestClock(db: Db, scope: Scope, id: string): Promise<boolean> {
+  const rows = await db`SELECT 1 FROM test_clocks WHERE id = ${id} AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND status = 'published'`
+  return rows.length === 1
 }
 
 /** Ends the customer's live mappings: soft deleted, so their provider ids may be mapped again. */

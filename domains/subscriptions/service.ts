@@ -32,6 +32,7 @@ import { requireOffering } from '../catalog/offerings/kinds.ts'
 import { pricesOf, requirePrice, type PriceRow } from '../catalog/prices/service.ts'
 import { guards } from '../records/guards.ts'
 import { announce, auditOf, referenced, transaction } from '../records/service.ts'
+import { onCustomersTime } from '../customers/reach.ts'
 import { lineItemFields, type LineOwner } from './line-items.ts'
 import * as store from './store.ts'
 import { requireSubscription, viewOf, type SubscriptionView } from './read.ts'
@@ -241,9 +242,11 @@ export async function regroup(
  */
 export const subscriptionReferences = guards<CreateSubscriptionInput>()
 
-export async function createSubscription(deps: Deps, actor: Actor, input: CreateSubscriptionInput): Promise<SubscriptionView> {
+export async function createSubscription(callerDeps: Deps, actor: Actor, input: CreateSubscriptionInput): Promise<SubscriptionView> {
+  const customer = await resolveCustomer(callerDeps, actor, input)
+  // A customer on a test clock subscribes at the clock's time: its periods start from there.
+  const deps = await onCustomersTime(callerDeps, customer)
   const now = deps.clock.now()
-  const customer = await resolveCustomer(deps, actor, input)
   const plan = await referenced('plan_id', requireOffering(deps.sql, actor, 'PLAN', input.plan_id))
   await subscriptionReferences.check(deps.sql, actor, input)
   const prices = await pricesFor(deps.sql, actor, { id: plan.id, name: plan.name, noun: 'plan' }, input, 'billing_period')

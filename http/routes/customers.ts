@@ -73,7 +73,13 @@ export const customerRoutes: Route[] = [
     noun: 'customer',
     sortable: ['created_at', 'updated_at', 'name', 'external_id'],
     filters: service.FILTERS,
-    createBody: { type: 'object', required: ['external_id'], additionalProperties: false, properties: { ...fields, integration_entity_mapping: flexpriceMappings } },
+    createBody: {
+      type: 'object',
+      required: ['external_id'],
+      additionalProperties: false,
+      // test_clock_id: the sandbox test clock the customer lives on (docs/test-clocks.md); set at creation only.
+      properties: { ...fields, integration_entity_mapping: flexpriceMappings, test_clock_id: { type: 'string', minLength: 1, maxLength: 64 } },
+    },
     updateBody,
     deleted: 'no_content',
     service: {
