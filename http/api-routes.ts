@@ -31,8 +31,9 @@ import { simulationRoutes } from './routes/simulations.ts'
 import { tenancyRoutes } from './routes/tenancy.ts'
 import { alertRoutes } from './routes/alerts.ts'
 import { workflowRoutes } from './routes/workflows.ts'
+import { testClockRoutes } from './routes/test-clocks.ts'
 import { communicationRoutes } from './routes/communications.ts'
 import { portalRoutes } from './routes/portal.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...aiRoutes, ...simulationRoutes]
+export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...aiRoutes, ...simulationRoutes, ...testClockRoutes]
