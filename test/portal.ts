@@ -35,15 +35,16 @@ export async function seedPortal(h: Harness, { ourName = 'Acme Analytics', their
   const meter = await ok(h, 'POST', '/v1/meters', { name: 'API calls', event_name: `api.call.${suffix}`, aggregation: { type: 'COUNT' } })
   const feature = await ok(h, 'POST', '/v1/features', { name: 'API calls', type: 'metered', meter_id: meter.id, unit_singular: 'call', unit_plural: 'calls' })
   const plan = await ok(h, 'POST', '/v1/plans', { name: 'Pro', prices: [{ currency: 'USD', type: 'FIXED', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', invoice_cadence: 'ADVANCE', amount: '49' }] })
-  await ok(h, 'POST', '/v1/entitlements', { plan_id: plan.id, feature_id: feature.id, usage_limit: 10, usage_reset_period: 'MONTHLY' })
+  await ok(h, 'POST', '/v1/entitlements', { plan_id: plan.id, feature_id: feature.id, usage_limit: 20, usage_reset_period: 'MONTHLY' })
 
   const ours = await ok(h, 'POST', '/v1/customers', { external_id: `ours-${suffix}`, name: ourName, email: 'billing@acme.test' })
   const theirs = await ok(h, 'POST', '/v1/customers', { external_id: `theirs-${suffix}`, name: theirName, email: 'billing@globex.test' })
-  const start = new Date(h.running.deps.clock.now().getTime() - 2 * 86_400_000).toISOString()
+  const start = new Date(h.running.deps.clock.now().getTime() - 10 * 86_400_000).toISOString()
   const subscription = await ok(h, 'POST', '/v1/subscriptions', { customer_id: ours.id, plan_id: plan.id, currency: 'USD', billing_period: 'MONTHLY', start_date: start })
   const theirSubscription = await ok(h, 'POST', '/v1/subscriptions', { customer_id: theirs.id, plan_id: plan.id, currency: 'USD', billing_period: 'MONTHLY', start_date: start })
   const now = h.running.deps.clock.now().getTime()
-  const events = [3, 3, 2, 1].map((daysAgo, i) => ({ event_id: `portal-${suffix}-${i}`, event_name: meter.event_name, external_customer_id: ours.external_id, timestamp: new Date(now - daysAgo * 3_600_000 * 12).toISOString(), properties: {} }))
+  // 13 calls over the last ten days, against a limit of 20.
+  const events = [9.5, 8.5, 8.5, 7.5, 6.5, 5.5, 5.5, 5.5, 4.5, 3.5, 2.5, 1.5, 0.5].map((daysAgo, i) => ({ event_id: `portal-${suffix}-${i}`, event_name: meter.event_name, external_customer_id: ours.external_id, timestamp: new Date(now - daysAgo * 86_400_000).toISOString(), properties: {} }))
   events.push({ event_id: `portal-${suffix}-theirs`, event_name: meter.event_name, external_customer_id: theirs.external_id, timestamp: new Date(now - 3_600_000).toISOString(), properties: {} })
   await ok(h, 'POST', '/v1/events/bulk', { events })
   // A new meter's usage reads answer 503 until its first backfill is done.

@@ -42,7 +42,7 @@ function FeatureChart({ f }) {
       u.destroy()
     }
   }, [f])
-  return html`<figure data-chart=${f.feature_id}><figcaption>${f.feature_name}</figcaption><div ref=${box}></div></figure>`
+  return html`<figure data-chart=${f.feature_id}><figcaption>${f.feature_name}, day by day</figcaption><div ref=${box}></div></figure>`
 }
 
 export function Usage({ usage, history }) {

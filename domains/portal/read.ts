@@ -40,8 +40,10 @@ export async function portalUsageHistory(deps: Deps, actor: PortalActor) {
   const features = []
   for (const f of summary.features) {
     if (f.feature.type !== 'metered' || !f.feature.meter_id || !f.next_usage_reset_at) continue
-    const end = f.next_usage_reset_at
-    const start = summary.period?.start_time ?? new Date(end.getTime() - 30 * 86_400_000)
+    // Up to now: the rest of the period has no usage yet, and a flat line into the future would read as a forecast.
+    const end = new Date(Math.min(f.next_usage_reset_at.getTime(), deps.clock.now().getTime()))
+    const start = summary.period?.start_time ?? new Date(f.next_usage_reset_at.getTime() - 30 * 86_400_000)
+    if (end <= start) continue
     const usage = await meterUsage(deps, actor, { meterId: f.feature.meter_id, customerId: customerOf(actor), start, end, windowSize: 'DAY' })
     features.push({
       feature_id: f.feature.id,
