@@ -12,10 +12,12 @@ export const EVENT_TYPES: readonly string[] = [
   'entitlement.created', 'entitlement.updated', 'entitlement.deleted',
   'wallet.created', 'wallet.updated', 'wallet.terminated', 'wallet.transaction.created', 'wallet.credit_balance.dropped',
   'wallet.credit_balance.recovered', 'wallet.ongoing_balance.dropped', 'wallet.ongoing_balance.recovered',
+  // Spend control (issue 35): credit holds and the spending limit.
+  'wallet.hold.created', 'wallet.hold.settled', 'wallet.hold.released', 'wallet.hold.expired', 'subscription.spending_limit.reached',
   'payment.created', 'payment.updated', 'payment.failed', 'payment.success', 'payment.pending',
   'customer.created', 'customer.updated', 'customer.deleted',
   'invoice.update.finalized', 'invoice.update.payment', 'invoice.update.voided', 'invoice.update', 'invoice.payment.overdue',
-  'invoice.communication.triggered',
+  'invoice.communication.triggered', 'invoice.dunning.step', 'invoice.dunning.resolved',
   'credit_note.created', 'credit_note.updated',
 ]
 

@@ -9,6 +9,7 @@ import { ongoingBalanceOf } from '../../domains/credits/wallets/realtime.ts'
 import * as service from '../../domains/credits/wallets/service.ts'
 import { examplePayload } from '../../domains/credits/wallets/webhook-example.ts'
 import { payInvoiceFromWallet } from '../../domains/credits/wallets/invoices.ts'
+import { holdRoutes } from './wallet-holds.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
 const TAG = 'Wallets'
@@ -140,6 +141,7 @@ export const customerWalletLookup: Route = defineRoute<Record<string, never>, { 
 })
 
 export const walletRoutes: Route[] = [
+  ...holdRoutes,
   ...recordRoutes({
     path: '/v1/wallets',
     tag: TAG,

@@ -1,6 +1,6 @@
 // The ongoing ("real-time") balance of GET /v1/wallets/{id}/balance/real-time: the wallet's balance less
 // what the customer already owes, priced now. core/credits/realtime.ts does the arithmetic; this gathers
-// the inputs through the other domains' services. It reads ClickHouse, so it runs outside any ledger
+// the inputs through the other domains' services. Credits held by active holds count as spent. It reads ClickHouse, so it runs outside any ledger
 // transaction (the embedded Postgres serves one connection, which a transaction holds).
 import { creditsToCurrency, type WalletBalance } from '../../../core/credits/ledger.ts'
 import { ongoingBalance, type UnpaidInvoice } from '../../../core/credits/realtime.ts'
@@ -11,8 +11,10 @@ import type { Deps } from '../../../infra/deps.ts'
 import { requireRecord } from '../../../infra/records.ts'
 import { everyItem, systemActor } from '../../records/service.ts'
 import { listInvoices } from '../../invoicing/invoices/read.ts'
-import { listSubscriptions, searchLineItems } from '../../subscriptions/read.ts'
+import { listSubscriptions, searchLineItems, type LineItemRow, type SubscriptionView } from '../../subscriptions/read.ts'
 import { meterUsage } from '../../usage/queries/service.ts'
+import { availableCredits } from '../../../core/credits/holds.ts'
+import { heldOn } from './holds-store.ts'
 import { balanceAt } from './ledger.ts'
 import * as store from './store.ts'
 import { ReadCache } from '../../../infra/read-cache.ts'
@@ -20,28 +22,37 @@ import { present, type WalletView } from './view.ts'
 
 const UNPAID = ['INITIATED', 'PENDING', 'PROCESSING', 'FAILED']
 
+/** The customer's active subscriptions in `currency` and their usage lines live at `at` (with a meter). */
+export async function usageLinesOf(deps: Deps, scope: Scope, customerId: string, currency: string, at: Date): Promise<{ subs: SubscriptionView[]; lines: LineItemRow[] }> {
+  const actor = systemActor(scope)
+  const subs = await everyItem((params) => listSubscriptions(deps, actor, { params, filters: { customer_id: customerId, currency, subscription_status: ['active'] } }))
+  if (subs.length === 0) return { subs, lines: [] }
+  const filters = { subscription_ids: subs.map((s) => s.id), price_type: 'USAGE', active_at: at.toISOString() }
+  const lines = await everyItem((params) => searchLineItems(deps, actor, { params, filters }))
+  return { subs, lines: lines.filter((l) => l.meter_id) }
+}
+
+/** Each line's usage charge from the start of its subscription's current period (or of the line, if later) to `at`, unrounded. */
+export function lineCharges(deps: Deps, scope: Scope, customerId: string, subs: SubscriptionView[], lines: LineItemRow[], at: Date): Promise<Decimal[]> {
+  const periods = new Map(subs.map((s) => [s.id, s.current_period_start]))
+  return Promise.all(
+    lines.map(async (line) => {
+      const periodStart = periods.get(line.subscription_id)!
+      const start = line.start_date > periodStart ? line.start_date : periodStart
+      if (start >= at) return new D(0)
+      const usage = await meterUsage(deps, scope, { meterId: line.meter_id!, customerId, start, end: at, billed: true })
+      return priceAmount(line.price as unknown as PriceInput, usage.value).amount
+    }),
+  )
+}
+
 /**
  * Usage charges of the customer's active subscriptions in the wallet's currency, from the start of each
  * current period (or of the line, if later) to `at`, one unrounded amount per usage line.
  */
 export async function unbilledUsage(deps: Deps, scope: Scope, wallet: store.WalletRow, at: Date): Promise<Decimal[]> {
-  const actor = systemActor(scope)
-  const subs = await everyItem((params) => listSubscriptions(deps, actor, { params, filters: { customer_id: wallet.customer_id, currency: wallet.currency, subscription_status: ['active'] } }))
-  if (subs.length === 0) return []
-  const filters = { subscription_ids: subs.map((s) => s.id), price_type: 'USAGE', active_at: at.toISOString() }
-  const lines = await everyItem((params) => searchLineItems(deps, actor, { params, filters }))
-  const periods = new Map(subs.map((s) => [s.id, s.current_period_start]))
-  return Promise.all(
-    lines
-      .filter((l) => l.meter_id)
-      .map(async (line) => {
-        const periodStart = periods.get(line.subscription_id)!
-        const start = line.start_date > periodStart ? line.start_date : periodStart
-        if (start >= at) return new D(0)
-        const usage = await meterUsage(deps, scope, { meterId: line.meter_id!, customerId: wallet.customer_id, start, end: at, billed: true })
-        return priceAmount(line.price as unknown as PriceInput, usage.value).amount
-      }),
-  )
+  const { subs, lines } = await usageLinesOf(deps, scope, wallet.customer_id, wallet.currency, at)
+  return lineCharges(deps, scope, wallet.customer_id, subs, lines, at)
 }
 
 export interface Ongoing {
@@ -53,6 +64,8 @@ export interface Ongoing {
   /** What the customer's unpaid invoices still ask for (credit purchases left out). */
   unpaid: Decimal
   balance: WalletBalance
+  /** Credits held by active holds: the ongoing balance leaves them out, as spent. */
+  held: Decimal
 }
 
 /** Finalized invoices of the customer in the wallet's currency with something still to pay. */
@@ -63,10 +76,10 @@ export async function unpaidInvoices(deps: Deps, scope: Scope, wallet: store.Wal
 }
 
 export async function ongoingOf(deps: Deps, scope: Scope, wallet: store.WalletRow, at: Date): Promise<Ongoing> {
-  const [balance, usage, unpaid] = await Promise.all([balanceAt(deps.sql, wallet.id, at), unbilledUsage(deps, scope, wallet, at), unpaidInvoices(deps, scope, wallet)])
-  const ongoing = ongoingBalance(creditsToCurrency(balance.credit_balance, wallet.conversion_rate), usage, unpaid)
+  const [balance, held, usage, unpaid] = await Promise.all([balanceAt(deps.sql, wallet.id, at), heldOn(deps.sql, wallet.id, at), unbilledUsage(deps, scope, wallet, at), unpaidInvoices(deps, scope, wallet)])
+  const ongoing = ongoingBalance(creditsToCurrency(availableCredits(balance.credit_balance, held), wallet.conversion_rate), usage, unpaid)
   const owed = sumMoney(unpaid.filter((i) => i.invoice_type !== 'CREDIT').map((i) => i.amount_remaining))
-  return { ongoing, ongoing_credits: ongoing.div(wallet.conversion_rate).toDecimalPlaces(12), usage: sumMoney(usage), unpaid: owed, balance }
+  return { ongoing, ongoing_credits: ongoing.div(wallet.conversion_rate).toDecimalPlaces(12), usage: sumMoney(usage), unpaid: owed, balance, held }
 }
 
 export interface OngoingView extends WalletView {
@@ -91,7 +104,7 @@ async function readOngoingBalance(deps: Deps, actor: Actor, id: string): Promise
   const wallet = await requireRecord<store.WalletRow>(deps.sql, store.WALLETS, actor, id)
   const o = await ongoingOf(deps, actor, wallet, at)
   return {
-    ...present(wallet, o.balance),
+    ...present(wallet, o.balance, o.held),
     real_time_balance: formatMoney(o.ongoing, wallet.currency),
     real_time_credit_balance: o.ongoing_credits,
     current_period_usage: formatMoney(o.usage, wallet.currency),

@@ -1,7 +1,7 @@
 // Wallets: prepaid credits as an append-only ledger (ledger.ts), with balances derived from it at read
 // time, top-ups, debits, termination, and the checks that follow every ledger change (watch.ts: alerts and
 // auto top-up). Every change is one transaction under the wallet's row lock, with its outbox events.
-import { invalidOperation, notFound, validationError } from '../../../core/errors.ts'
+import { invalidOperation, validationError } from '../../../core/errors.ts'
 import { D, parseDecimal, type Decimal } from '../../../core/money.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'

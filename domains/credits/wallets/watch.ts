@@ -1,5 +1,5 @@
 // What follows every ledger change, in the same transaction and under the same wallet lock: the auto
-// top-up (core/credits/topup.ts, rule 10), then the alert states on the balance that results. A state change
+// top-up (core/credits/topup.ts, rule 10), then the alert states on the balance that results, less active holds. A state change
 // is one outbox event; a balance that stays in its state (hovering at a threshold) records nothing.
 import { nextAlertState, type AlertLevel, type AlertSettings, type AlertState } from '../../../core/credits/alerts.ts'
 import { autoTopup, type AutoTopup } from '../../../core/credits/topup.ts'
@@ -12,6 +12,8 @@ import type { Tx } from '../../../infra/postgres.ts'
 import { updateRecord, type Audit } from '../../../infra/records.ts'
 import { customerViews } from '../../customers/service.ts'
 import { toWire } from '../../records/wire.ts'
+import { availableCredits } from '../../../core/credits/holds.ts'
+import { heldOn } from './holds-store.ts'
 import { appendCredit, balanceAt } from './ledger.ts'
 import { purchaseByInvoice } from './purchase.ts'
 import * as store from './store.ts'
@@ -42,6 +44,7 @@ export interface Judged {
   credits: Decimal
   current: Decimal
   balance: WalletBalance
+  held: Decimal
 }
 
 /** The event of an alert crossing: {customer, wallet, alert: {alert_settings, alert_type, credit_balance, current_balance, state}} and `extra`. */
@@ -61,7 +64,7 @@ export async function announceAlert(
     entityId: wallet.id,
     payload: {
       customer: toWire(customer),
-      wallet: toWire(present(wallet, judged.balance)),
+      wallet: toWire(present(wallet, judged.balance, judged.held)),
       ...extra,
       alert: { alert_settings: alert.alert_settings, alert_type: alert.alert_type, credit_balance: judged.credits.toNumber(), current_balance: judged.current.toNumber(), state: alert.state },
     },
@@ -82,13 +85,15 @@ export async function moveAlert(tx: Tx, scope: Scope, audit: Audit, wallet: stor
 export async function settle(deps: Deps, tx: Tx, scope: Scope, audit: Audit, wallet: store.WalletRow): Promise<store.WalletRow> {
   if (wallet.wallet_status !== 'active') return wallet
   let balance = await balanceAt(tx, wallet.id, audit.at)
+  const held = await heldOn(tx, wallet.id, audit.at)
   const auto = autoTopupOf(wallet.auto_topup)
-  const action = autoTopup(auto, balance.credit_balance, auto?.invoicing === true && (await store.pendingPurchases(tx, wallet.id)).some((t) => t.auto_topup))
+  const action = autoTopup(auto, availableCredits(balance.credit_balance, held), auto?.invoicing === true && (await store.pendingPurchases(tx, wallet.id)).some((t) => t.auto_topup))
   if (action.kind === 'direct') {
     await appendCredit(tx, scope, audit, wallet, { credits: action.amount, reason: 'PURCHASED_CREDIT_DIRECT', auto_topup: true, description: 'auto top-up' })
     balance = await balanceAt(tx, wallet.id, audit.at)
   } else if (action.kind === 'invoice') {
     await purchaseByInvoice(deps, tx, scope, audit, wallet, { credits: action.amount, auto_topup: true })
   }
-  return moveAlert(tx, scope, audit, wallet, CREDIT_BALANCE, { credits: balance.credit_balance, current: balance.credit_balance.times(wallet.conversion_rate), balance })
+  const available = availableCredits(balance.credit_balance, held)
+  return moveAlert(tx, scope, audit, wallet, CREDIT_BALANCE, { credits: available, current: available.times(wallet.conversion_rate), balance, held })
 }
