@@ -6,7 +6,7 @@ import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 
 /** What intake answers for a list of events: their ids in order (null where invalid) and the invalid ones' fields. */
-export interface IntakeResult {
+interface IntakeResult {
   event_ids: (string | null)[]
   failed: { index: number; details: Record<string, unknown> }[]
 }

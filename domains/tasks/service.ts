@@ -15,8 +15,8 @@ import { runTask } from './run.ts'
 import { checkFileUrl } from './source.ts'
 import * as store from './store.ts'
 
-export const IMPORT_ENTITIES: readonly ImportEntity[] = ['EVENTS', 'CUSTOMERS', 'PRICES', 'FEATURES']
-export const EXPORT_ENTITIES = ['EVENTS', 'USAGE', 'INVOICES', 'CREDIT_NOTES', 'WALLET_TRANSACTIONS', 'ANALYTICS'] as const
+const IMPORT_ENTITIES: readonly ImportEntity[] = ['EVENTS', 'CUSTOMERS', 'PRICES', 'FEATURES']
+const EXPORT_ENTITIES = ['EVENTS', 'USAGE', 'INVOICES', 'CREDIT_NOTES', 'WALLET_TRANSACTIONS', 'ANALYTICS'] as const
 const IMPORT_FILES = ['CSV', 'JSON'] as const
 const EXPORT_FILES = ['CSV', 'PARQUET'] as const
 

@@ -10,7 +10,7 @@ import { inputPath, taskDir } from './files.ts'
 import * as store from './store.ts'
 
 export const MAX_IMPORT_BYTES = 100 * 1024 * 1024
-export const FETCH_TIMEOUT_MS = 60_000
+const FETCH_TIMEOUT_MS = 60_000
 
 /** A reason the task fails with, as its error_summary. */
 export class TaskFailure extends Error {}

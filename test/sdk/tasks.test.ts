@@ -53,7 +53,7 @@ describe('tasks through the SDK', () => {
     const customer = await fp.customers.createCustomer({ externalId: 'sdk-exp-1' })
     const invoice = await fp.invoices.createInvoice({ customerId: customer.id!, currency: 'USD', subtotal: '12.50', total: '12.50', amountDue: '12.50', lineItems: [{ displayName: 'Setup', amount: '12.50', quantity: '1' }] })
     await fp.invoices.finalizeInvoice(invoice.id!)
-    const created = await fp.tasks.createTask({ taskType: 'EXPORT', entityType: 'INVOICES', fileType: 'CSV', fileUrl: '' })
+    const created = await fp.tasks.createTask({ taskType: 'EXPORT', entityType: 'INVOICES' as never, fileType: 'CSV', fileUrl: '' })
     const task = await ended(created.id!)
     expect(task).toMatchObject({ taskStatus: 'COMPLETED', errorSummary: undefined })
     expect(task.totalRecords).toBeGreaterThanOrEqual(1)
@@ -92,7 +92,7 @@ describe('tasks through the SDK', () => {
       [{ taskType: 'IMPORT', entityType: 'EVENTS', fileType: 'CSV', fileUrl: 'file:///etc/passwd' }, 'file_url'],
       [{ taskType: 'EXPORT', entityType: 'INVOICES', fileType: 'JSON', fileUrl: '' }, 'file_type'],
     ] as const) {
-      const err = await failure(fp.tasks.createTask(body))
+      const err = await failure(fp.tasks.createTask(body as never))
       expect(err.statusCode).toBe(400)
       expect(JSON.parse(err.body)).toMatchObject({ code: 'validation_error', details: { [field]: expect.any(String) } })
     }
