@@ -315,6 +315,8 @@ export async function eventsMissingRows(
         AND (external_customer_id, timestamp, id) > ({c:String}, {t:DateTime64(3, 'UTC')}, {id:String})
         AND id NOT IN (SELECT event_id FROM meter_usage WHERE tenant_id = {tenant:String} AND environment_id = {env:String}
                          AND meter_id = {meter:String} AND revision = {rev:UInt32})
+        -- A cancelled event (a usage correction, sql/clickhouse/0010) counts for no revision.
+        AND id NOT IN (SELECT event_id FROM event_cancellations WHERE tenant_id = {tenant:String} AND environment_id = {env:String})
       ORDER BY external_customer_id, timestamp, id
       LIMIT {limit:UInt32}`,
     query_params: {

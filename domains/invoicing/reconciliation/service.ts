@@ -1,6 +1,7 @@
 // The usage reconciliation report (GET /v1/customers/{id}/usage/reconciliation): per meter, a customer's events of a
-// range as received, stored, dropped as duplicates, rejected, counted by the meter, and billed on finalized invoices,
-// so a finance team can show every event counted once and billed once. How each number is obtained: docs/analytics.md.
+// range as received, stored, dropped as duplicates, rejected, corrected, counted by the meter, billed on finalized
+// invoices, and unsettled (counted now in billed windows but not as billed: late events and corrections since), so a
+// finance team can show every event counted once and billed once. How each number is obtained: docs/analytics.md.
 import { validationError } from '../../../core/errors.ts'
 import { D } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
@@ -53,11 +54,12 @@ export async function usageReconciliation(deps: Deps, scope: Scope, customerId: 
   }
   const items = await Promise.all(
     meters.map(async (m) => {
-      const o = outcomes.get(m.event_name) ?? { stored: 0, duplicates: 0, rejected: 0 }
+      const o = outcomes.get(m.event_name) ?? { stored: 0, duplicates: 0, rejected: 0, corrected: 0 }
       const own = lines.filter((l) => l.meter_id === m.id)
       // Each line's window, cut to the range.
       const windows = own.map((l) => ({ start: new Date(Math.max(l.usage_start.getTime(), start.getTime())), end: new Date(Math.min(l.usage_end.getTime(), end.getTime())), finalizedAt: l.finalized_at }))
       const isReady = m.ready_revision > 0
+      const billed = isReady ? await billedEvents(deps.ch, { scope, externalCustomerId: customer.external_id, meter: analyticsMeter(m), windows }) : null
       return {
         meter_id: m.id,
         meter_name: m.name,
@@ -66,8 +68,10 @@ export async function usageReconciliation(deps: Deps, scope: Scope, customerId: 
         stored: o.stored,
         duplicates: o.duplicates,
         rejected: o.rejected,
+        corrected: o.corrected,
         counted: isReady ? Number(counted.get(m.id) ?? 0) : null,
-        billed: isReady ? await billedEvents(deps.ch, { scope, externalCustomerId: customer.external_id, meter: analyticsMeter(m), windows }) : null,
+        billed: billed?.billed ?? null,
+        unsettled: billed ? billed.current - billed.billed : null,
         billed_quantity: own.reduce((a, l) => a.plus(l.quantity), new D(0)),
         invoices: own.map((l) => ({ invoice_id: l.invoice_id, line_item_id: l.line_item_id, usage_start: l.usage_start, usage_end: l.usage_end, quantity: new D(l.quantity), finalized_at: l.finalized_at })),
       }

@@ -22,6 +22,7 @@ import type { WindowSize } from '../../../core/periods.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Decimal } from '../../../core/money.ts'
 import { DAY, HOUR, MINUTE, isAdditive, measuresOf, queryWindows, sliceValue, slicesOf, U, windowValues, type Measure, type Slice, type SliceAggregate } from '../../../core/usage.ts'
+import { NOT_CANCELLED } from '../corrections/store.ts'
 
 /** A meter as analytics reads it. */
 export interface AnalyticsMeter {
@@ -187,13 +188,14 @@ function layoutOf(q: PropertyBreakdownQuery, g: Grouping): Layout {
 
 // Each measure as read from a rollup (by its time column), as computed from raw rows (`m.`), and as merged per slice.
 const MEASURE_SQL: Record<Measure, { view: (time: string) => string; raw: (latestKey: Layout['latestKey']) => string; merge: string }> = {
-  events: { view: () => 'toUInt64(events)', raw: () => 'count()', merge: 'sum' },
-  sum: { view: () => 'toDecimal128(value_sum, 12)', raw: () => 'sum(m.value)', merge: 'sum' },
+  // Cancel rows (sign -1, sql/clickhouse/0010) take back their originals' additive measures; the others ignore them.
+  events: { view: () => 'toUInt64(events)', raw: () => 'toUInt64(sum(m.sign))', merge: 'sum' },
+  sum: { view: () => 'toDecimal128(value_sum, 12)', raw: () => 'sum(m.value * m.sign)', merge: 'sum' },
   min: { view: () => 'toDecimal128(value_min, 12)', raw: () => 'min(m.value)', merge: 'min' },
   max: { view: () => 'toDecimal128(value_max, 12)', raw: () => 'max(m.value)', merge: 'max' },
   valueMs: {
     view: (time) => `toDecimal256(value_sum, 12) * (toUnixTimestamp64Milli(${time}) - {base:Int64}) + value_ms_sum`,
-    raw: () => 'sum(toDecimal256(m.value, 12) * (toUnixTimestamp64Milli(m.timestamp) - {base:Int64}))',
+    raw: () => 'sum(toDecimal256(m.value, 12) * m.sign * (toUnixTimestamp64Milli(m.timestamp) - {base:Int64}))',
     merge: 'sum',
   },
   uniques: { view: () => 'uniques', raw: () => 'uniqExactState(m.unique_value)', merge: 'uniqExactMerge' },
@@ -659,7 +661,7 @@ export async function* streamEvents(ch: ClickHouse, q: EventExportQuery, options
 function eventsWhere(q: EventExportQuery): { where: string; params: Record<string, unknown> } {
   validRange(q)
   const params: Record<string, unknown> = { tenant: q.scope.tenantId, env: q.scope.environmentId, start: chDateTime(q.start), end: chDateTime(q.end) }
-  const where = ['tenant_id = {tenant:String}', 'environment_id = {env:String}', "timestamp >= {start:DateTime64(3, 'UTC')}", "timestamp < {end:DateTime64(3, 'UTC')}"]
+  const where = ['tenant_id = {tenant:String}', 'environment_id = {env:String}', "timestamp >= {start:DateTime64(3, 'UTC')}", "timestamp < {end:DateTime64(3, 'UTC')}", NOT_CANCELLED]
   if (q.externalCustomerIds) where.push(`external_customer_id IN ${sqlStringArray(q.externalCustomerIds)}`)
   if (q.eventNames) where.push(`event_name IN ${sqlStringArray(q.eventNames)}`)
   if (q.sources) where.push(`source IN ${sqlStringArray(q.sources)}`)

@@ -3,6 +3,7 @@ import type { Scope } from '../../../core/scope.ts'
 import type { ClickHouse } from '../../../infra/clickhouse.ts'
 import { chDateTime } from '../../../infra/ch-literals.ts'
 import { EVENT_COLUMNS, type StoredEventRow } from '../../../infra/stored-events.ts'
+import { NOT_CANCELLED } from '../corrections/store.ts'
 
 export interface EventFilter {
   externalCustomerId?: string
@@ -24,7 +25,7 @@ export interface EventPage {
 }
 
 function where(scope: Scope, f: EventFilter): { sql: string; params: Record<string, unknown> } {
-  const parts = ['tenant_id = {tenant:String}', 'environment_id = {env:String}']
+  const parts = ['tenant_id = {tenant:String}', 'environment_id = {env:String}', NOT_CANCELLED]
   const params: Record<string, unknown> = { tenant: scope.tenantId, env: scope.environmentId }
   if (f.externalCustomerId !== undefined) {
     parts.push('external_customer_id = {customer:String}')

@@ -43,13 +43,15 @@ const ROLLUPS = [
 
 // Each measure as read from a rollup (by its time column), as computed from raw rows, and as merged per slice.
 const MEASURE_SQL: Record<Measure, { view: (time: string) => string; raw: string; merge: string }> = {
-  events: { view: () => 'toUInt64(events)', raw: 'count()', merge: 'sum' },
-  sum: { view: () => 'toDecimal128(value_sum, 12)', raw: 'sum(value)', merge: 'sum' },
+  // Raw rows of cancelled events have a cancel row (sign -1) beside them (sql/clickhouse/0010): the additive measures
+  // sum the sign; a cancel row repeats its original's value, group and instant, so min, max, uniques and latest ignore it.
+  events: { view: () => 'toUInt64(events)', raw: 'toUInt64(sum(sign))', merge: 'sum' },
+  sum: { view: () => 'toDecimal128(value_sum, 12)', raw: 'sum(value * sign)', merge: 'sum' },
   min: { view: () => 'toDecimal128(value_min, 12)', raw: 'min(value)', merge: 'min' },
   max: { view: () => 'toDecimal128(value_max, 12)', raw: 'max(value)', merge: 'max' },
   valueMs: {
     view: (time) => `toDecimal256(value_sum, 12) * (toUnixTimestamp64Milli(${time}) - {base:Int64}) + value_ms_sum`,
-    raw: 'sum(toDecimal256(value, 12) * (toUnixTimestamp64Milli(timestamp) - {base:Int64}))',
+    raw: 'sum(toDecimal256(value, 12) * sign * (toUnixTimestamp64Milli(timestamp) - {base:Int64}))',
     merge: 'sum',
   },
   uniques: { view: () => 'uniques', raw: 'uniqExactState(unique_value)', merge: 'uniqExactMerge' },
