@@ -11,6 +11,7 @@ import { syncInvoices } from '../domains/integrations/service.ts'
 import { syncAccounting } from '../domains/integrations/accounting.ts'
 import { deliverCommunications } from '../domains/communications/service.ts'
 import { runDunning } from '../domains/dunning/service.ts'
+import { completePendingCorrections } from '../domains/usage/corrections/service.ts'
 import type { Job } from '../infra/scheduler.ts'
 
 // onTestClocks: the job acts on customers' records by deps.clock's time and honours deps.testClockId, so advancing
@@ -31,6 +32,8 @@ export const jobs: Job[] = [
   { name: 'credit-grant-applications', onTestClocks: true, schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
   // Due billing points get their invoices (catch-up in order); drafts past their grace period are finalized.
   { name: 'billing-run', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
+  // Usage corrections a request left pending (stopped between Postgres and ClickHouse) are written, once.
+  { name: 'usage-corrections', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await completePendingCorrections(deps)) }) },
   // Pricing simulations whose process stopped before or while running them (they start at once where asked).
   { name: 'pricing-simulations', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenSimulations(deps)) }) },
   // invoice.payment.overdue once per finalized invoice still owing after its due date.
