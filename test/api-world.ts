@@ -283,6 +283,8 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     ],
     'POST /v1/tasks': [{ task_type: 'EXPORT', entity_type: 'CREDIT_NOTES', file_type: 'PARQUET', file_name: 'notes.parquet', metadata: { a: 'b' }, filters: {}, ...RANGE() }],
     'PUT /v1/tasks/{id}/status': [{ task_status: 'FAILED' }],
+    // The customer portal's lists (a session's calls: with an API key they answer 401).
+    ...Object.fromEntries(['subscriptions', 'invoices', 'creditnotes', 'wallets'].map((r) => [`POST /v1/customer/portal/${r}`, [{ page: 1, limit: 5 }]])),
     // A record's DELETE takes an empty body (a field would be a later deletion, refused).
     ...Object.fromEntries(RECORD_DELETES.map((path) => [`DELETE ${path}`, [{}]])),
   }
@@ -328,6 +330,9 @@ const PATH_KIND: Record<string, string> = {
 const ID_KIND: [string, string][] = [
   ['/v1/secrets/api/keys/', 'apiKey'],
   ['/v1/customers/', 'customer'],
+  ['/v1/customer/portal/invoices/', 'invoice'],
+  ['/v1/customer/portal/subscriptions/', 'subscription'],
+  ['/v1/customer/portal/wallets/', 'wallet'],
   ['/v1/meters/', 'meter'],
   ['/v1/features/', 'feature'],
   ['/v1/plans/', 'plan'],
