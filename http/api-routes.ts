@@ -14,6 +14,7 @@ import { planChangeRoutes } from './routes/plan-changes.ts'
 import { groupRoutes } from './routes/groups.ts'
 import { meterRoutes } from './routes/meters.ts'
 import { eventRoutes } from './routes/events.ts'
+import { correctionRoutes } from './routes/corrections.ts'
 import { customerUsageRoute, usageRoutes } from './routes/usage.ts'
 import { analyticsRoutes } from './routes/analytics.ts'
 import { customerWalletLookup, walletRoutes } from './routes/wallets.ts'
@@ -31,11 +32,9 @@ import { simulationRoutes } from './routes/simulations.ts'
 import { tenancyRoutes } from './routes/tenancy.ts'
 import { alertRoutes } from './routes/alerts.ts'
 import { workflowRoutes } from './routes/workflows.ts'
-import { taskRoutes } from './routes/tasks.ts'
 import { testClockRoutes } from './routes/test-clocks.ts'
 import { communicationRoutes } from './routes/communications.ts'
 import { portalRoutes } from './routes/portal.ts'
-import { scheduledTaskRoutes } from './routes/scheduled-tasks.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...aiRoutes, ...simulationRoutes, ...testClockRoutes, ...scheduledTaskRoutes, ...taskRoutes]
+export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...aiRoutes, ...simulationRoutes, ...testClockRoutes]

@@ -11,8 +11,7 @@ import { syncInvoices } from '../domains/integrations/service.ts'
 import { syncAccounting } from '../domains/integrations/accounting.ts'
 import { deliverCommunications } from '../domains/communications/service.ts'
 import { runDunning } from '../domains/dunning/service.ts'
-import { runScheduledExports } from '../domains/exports/runs.ts'
-import { runOpenTasks } from '../domains/tasks/run.ts'
+import { completePendingCorrections } from '../domains/usage/corrections/service.ts'
 import type { Job } from '../infra/scheduler.ts'
 
 // onTestClocks: the job acts on customers' records by deps.clock's time and honours deps.testClockId, so advancing
@@ -33,8 +32,8 @@ export const jobs: Job[] = [
   { name: 'credit-grant-applications', onTestClocks: true, schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
   // Due billing points get their invoices (catch-up in order); drafts past their grace period are finalized.
   { name: 'billing-run', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
-  // Import and export tasks (/v1/tasks) whose process stopped before or while working them, from their checkpoint.
-  { name: 'tasks', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenTasks(deps)) }) },
+  // Usage corrections a request left pending (stopped between Postgres and ClickHouse) are written, once.
+  { name: 'usage-corrections', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await completePendingCorrections(deps)) }) },
   // Pricing simulations whose process stopped before or while running them (they start at once where asked).
   { name: 'pricing-simulations', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenSimulations(deps)) }) },
   // invoice.payment.overdue once per finalized invoice still owing after its due date.
@@ -51,7 +50,4 @@ export const jobs: Job[] = [
   { name: 'dunning', schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runDunning(deps, progress)) }) },
   // The stale-webhook retry job (WEBHOOK_RETRY_* settings): due retries with exponential backoff.
   { name: 'webhook-retry', schedule: '* * * * *', leaseMs: 2 * RUN_BUDGET_MS + 60_000, run: async (deps, progress) => ({ ...(await retryDue(deps, progress)) }) },
-  // Scheduled exports (/v1/tasks/scheduled): each task's whole windows planned once from its watermark, then run under
-  // leases (retried with backoff); a run's budget is 10 minutes, the lease outlives a long run.
-  { name: 'scheduled-exports', schedule: '* * * * *', leaseMs: 45 * 60_000, run: async (deps, progress) => ({ ...(await runScheduledExports(deps, progress)) }) },
 ]
