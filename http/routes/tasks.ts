@@ -3,7 +3,7 @@
 // tasks' routes (/v1/tasks/scheduled…, scheduled-tasks.ts) before these.
 import { createReadStream } from 'node:fs'
 import type { JsonSchema } from '../../core/validate.ts'
-import type { TaskStatus, TaskType } from '../../domains/tasks/store.ts'
+import type { TaskStatus } from '../../domains/tasks/store.ts'
 import { createTask, exportFile, getTask, listTasks, startTask, taskErrors, taskResult, updateTaskStatus, type CreateTaskInput } from '../../domains/tasks/service.ts'
 import { MAX_IMPORT_BYTES } from '../../domains/tasks/source.ts'
 import { toWire } from '../../domains/records/wire.ts'
@@ -13,18 +13,8 @@ import { defineRoute, type Route } from '../route.ts'
 
 const STATUSES: readonly TaskStatus[] = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED']
 
-interface CreateBody {
-  task_type: TaskType
-  entity_type: string
-  file_type: string
-  file_url?: string
-  file?: string
-  file_name?: string
-  metadata?: Record<string, string>
-  start_time?: string
-  end_time?: string
-  filters?: Record<string, unknown>
-}
+/** The request as sent: the window's instants as text. */
+type CreateBody = Omit<CreateTaskInput, 'start_time' | 'end_time'> & { start_time?: string; end_time?: string }
 
 const createBody: JsonSchema = {
   type: 'object',

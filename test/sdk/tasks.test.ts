@@ -73,6 +73,19 @@ describe('tasks through the SDK', () => {
     expect((await failure(fp.tasks.downloadTaskExport(imports.items![0].id!))).statusCode).toBe(400)
   })
 
+  it('exports to Parquet over a window given beside the SDK fields, streamed to a client that takes any type', async () => {
+    const res = await t.h.http('POST', '/v1/tasks', { body: { task_type: 'EXPORT', entity_type: 'invoices', file_type: 'PARQUET', start_time: '2020-01-01T00:00:00Z', end_time: new Date(Date.now() + 60_000).toISOString() } })
+    expect(res.status).toBe(202)
+    expect(res.body).toMatchObject({ entity_type: 'INVOICES', start_time: '2020-01-01T00:00:00.000Z' })
+    const task = await ended(res.body.id)
+    expect(task.taskStatus).toBe('COMPLETED')
+    const file = await fetch(`${t.h.baseUrl}/v1/tasks/${res.body.id}/download`, { headers: { 'x-api-key': t.h.key, accept: '*/*' } })
+    expect(file.headers.get('content-type')).toBe('application/vnd.apache.parquet')
+    const bytes = Buffer.from(await file.arrayBuffer())
+    expect(bytes.subarray(0, 4).toString()).toBe('PAR1')
+    expect(Number(file.headers.get('content-length'))).toBe(bytes.length)
+  })
+
   it('runs a failed import again on request (PENDING), and refuses a status it cannot take', async () => {
     const created = await fp.tasks.createTask({ taskType: 'IMPORT', entityType: 'EVENTS', fileType: 'JSON', fileUrl: `${base}/missing.jsonl` })
     const task = await ended(created.id!)
