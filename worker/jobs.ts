@@ -4,6 +4,7 @@ import { applyDueSchedules } from '../domains/invoicing/changes/schedules.ts'
 import { processPlanSyncs } from '../domains/invoicing/changes/plan-sync.ts'
 import { processCreditGrants } from '../domains/credits/grants/service.ts'
 import { checkBalanceAlerts, expireWalletCredits } from '../domains/credits/wallets/service.ts'
+import { expireHolds } from '../domains/credits/wallets/holds.ts'
 import { markOverdue, runBilling } from '../domains/invoicing/invoices/run.ts'
 import { runOpenSimulations } from '../domains/invoicing/simulations/run.ts'
 import { deliverNew, retryDue, RUN_BUDGET_MS } from '../domains/webhooks/delivery.ts'
@@ -28,6 +29,8 @@ export const jobs: Job[] = [
   { name: 'plan-sync', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await processPlanSyncs(deps, progress)) }) },
   // Credits past their expiry_date leave their wallets (balances already leave them out by date).
   { name: 'wallet-credit-expiry', onTestClocks: true, schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await expireWalletCredits(deps)) }) },
+  // Credit holds past their expiry are marked expired and announced (they stopped counting at expires_at already).
+  { name: 'wallet-hold-expiry', schedule: '* * * * *', leaseMs: 5 * 60_000, run: async (deps) => ({ ...(await expireHolds(deps)) }) },
   // Credit grant applications: every due period of every grant, exactly once, oldest first (rule 14).
   { name: 'credit-grant-applications', onTestClocks: true, schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await processCreditGrants(deps)) }) },
   // Due billing points get their invoices (catch-up in order); drafts past their grace period are finalized.
