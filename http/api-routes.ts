@@ -18,7 +18,6 @@ import { correctionRoutes } from './routes/corrections.ts'
 import { customerUsageRoute, usageRoutes } from './routes/usage.ts'
 import { analyticsRoutes } from './routes/analytics.ts'
 import { customerWalletLookup, walletRoutes } from './routes/wallets.ts'
-import { spendRoutes } from './routes/spend.ts'
 import { couponRoutes } from './routes/coupons.ts'
 import { creditNoteRoutes } from './routes/credit-notes.ts'
 import { invoiceRoutes } from './routes/invoices.ts'
@@ -35,7 +34,8 @@ import { alertRoutes } from './routes/alerts.ts'
 import { workflowRoutes } from './routes/workflows.ts'
 import { testClockRoutes } from './routes/test-clocks.ts'
 import { communicationRoutes } from './routes/communications.ts'
+import { dunningRoutes } from './routes/dunning.ts'
 import { portalRoutes } from './routes/portal.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...spendRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...aiRoutes, ...simulationRoutes, ...testClockRoutes]
+export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...dunningRoutes, ...aiRoutes, ...simulationRoutes, ...testClockRoutes]

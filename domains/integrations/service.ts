@@ -308,6 +308,25 @@ export async function retryInvoiceSync(deps: Deps, actor: Actor, invoiceId: stri
   return syncsView(deps, actor, invoiceId)
 }
 
+/**
+ * Dunning's payment retry: the provider charges the invoice it was pushed as again. What happened, as a short
+ * outcome (charged, declined, no pushed invoice, or the provider's error); the payment itself is recorded when
+ * the provider's notification of it arrives, as for any charge.
+ */
+export async function retryProviderPayment(deps: Deps, scope: Scope, invoiceId: string, idempotencyKey: string): Promise<string> {
+  const pushed = (await store.syncsOf(deps.sql, scope, invoiceId)).find((s) => s.sync_status === 'SYNCED' && s.provider_invoice_id && s.provider_status !== 'setup_open')
+  if (!pushed) return 'skipped: the invoice was not pushed to a payment provider'
+  const connection = await requireRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, scope, pushed.connection_id)
+  if (connection.status !== 'published') return 'skipped: the connection was deleted'
+  try {
+    const result = await paymentProvider(connection.provider_type).retryPayment(providerConnection(deps, connection), pushed.provider_invoice_id!, idempotencyKey)
+    return result.payment_error ? `declined: ${result.payment_error}` : `charged: ${connection.provider_type} invoice ${pushed.provider_invoice_id} is ${result.provider_status}`
+  } catch (err) {
+    if (err instanceof ProviderError) return `failed: ${err.message}`
+    throw err
+  }
+}
+
 // ---- notifications ------------------------------------------------------------------------------------
 
 export interface Notification {

@@ -187,10 +187,21 @@ async function saveCard(connection: ProviderConnection, { setup_intent, provider
   await call(connection, 'POST', `/v1/customers/${encodeURIComponent(provider_customer_id)}`, { invoice_settings: { default_payment_method: intent.payment_method } }, `meterbill-${setup_intent}-default`)
 }
 
+async function retryPayment(connection: ProviderConnection, providerInvoiceId: string, idempotencyKey: string): Promise<{ provider_status: string; payment_error: string | null }> {
+  try {
+    const paid = await call(connection, 'POST', `/v1/invoices/${encodeURIComponent(providerInvoiceId)}/pay`, {}, idempotencyKey)
+    return { provider_status: String(paid.status), payment_error: null }
+  } catch (err) {
+    if (!(err instanceof ProviderError) || err.status !== 402) throw err
+    return { provider_status: 'open', payment_error: err.message }
+  }
+}
+
 export const stripe: PaymentProvider = {
   push,
   setupCard,
   saveCard,
+  retryPayment,
   verify: (headers, rawBody, secrets, now) => {
     const header = headers['stripe-signature']
     return verifySignature(Array.isArray(header) ? header[0] : header, rawBody, secrets.webhook_secret, now)

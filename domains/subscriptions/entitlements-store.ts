@@ -32,7 +32,8 @@ export interface SourceFilter {
 /**
  * Zero rows: no such customer. One row without subscription_id: a customer granted nothing. A live
  * subscription has started, is not cancelled nor past its end or cancel_at (checked here, so the
- * lookup is right even before the lifecycle job has run), and is not waiting for a first payment.
+ * lookup is right even before the lifecycle job has run), is not waiting for a first payment, and has not had its
+ * entitlements suspended by dunning until an invoice is paid (suspension.ts).
  */
 export async function entitlementSources(db: Db, scope: Scope, f: SourceFilter): Promise<SourceRow[]> {
   const customer = 'id' in f.customer ? db`c.id = ${f.customer.id}` : db`c.external_id = ${f.customer.external_id}`
@@ -40,7 +41,8 @@ export async function entitlementSources(db: Db, scope: Scope, f: SourceFilter):
   const features = f.featureIds ? db`AND e.feature_id = ANY(${f.featureIds}::text[])` : db``
   const live = db`s.customer_id = c.id AND s.tenant_id = c.tenant_id AND s.environment_id = c.environment_id AND s.status = 'published'
     AND s.subscription_status IN ('not_started', 'trialing', 'active') AND s.start_date <= ${f.at}
-    AND (s.end_date IS NULL OR s.end_date > ${f.at}) AND (s.cancel_at IS NULL OR s.cancel_at > ${f.at}) ${subs}`
+    AND (s.end_date IS NULL OR s.end_date > ${f.at}) AND (s.cancel_at IS NULL OR s.cancel_at > ${f.at})
+    AND s.entitlements_suspended_by IS NULL ${subs}`
   // An entitlement with a window grants only within it.
   const granted = db`e.tenant_id = c.tenant_id AND e.environment_id = c.environment_id AND e.status = 'published' ${features}
     AND (e.start_date IS NULL OR e.start_date <= ${f.at}) AND (e.end_date IS NULL OR e.end_date > ${f.at})`

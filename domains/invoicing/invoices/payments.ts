@@ -15,6 +15,7 @@ import { trackPayment, type PaymentSource } from '../payments/service.ts'
 import { paymentRecordOf } from '../../../core/billing/payment-records.ts'
 import * as store from './store.ts'
 import { announceInvoice, lockInvoice, type InvoiceView } from './read.ts'
+import { resolveDunning } from './dunning-state.ts'
 
 /** Payment states in which money was paid: such an invoice is refunded by a credit note, not voided. */
 export const PAID: PaymentStatus[] = ['SUCCEEDED', 'OVERPAID', 'PARTIALLY_REFUNDED', 'REFUNDED']
@@ -107,7 +108,9 @@ export const invoiceLines = async (db: Db, scope: Scope, ids: string[]): Promise
 
 /** Moves a locked invoice to a new payment state (a payment, a credit note) and announces it. */
 export async function setPaymentState(tx: Tx, scope: Scope, audit: Audit, id: string, state: PaymentState): Promise<InvoiceView> {
-  const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, paymentColumns(state), { audit })
+  let row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, id, paymentColumns(state), { audit })
+  // Paid in full: a dunning schedule stops and its suspension is lifted, whatever step it was at.
+  if (row.amount_remaining.isZero()) row = await resolveDunning(tx, scope, audit, row)
   return announceInvoice(tx, scope, 'invoice.update.payment', row)
 }
 

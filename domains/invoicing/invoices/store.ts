@@ -74,7 +74,13 @@ export interface InvoiceRow extends RecordRow {
   coupon_uses: unknown[]
   tax_rate_overrides: unknown[]
   prepared_tax_rates: unknown[]
+  /** Where the invoice stands in its environment's dunning schedule (domains/dunning; dunning-state.ts). */
+  dunning_status: DunningStatus | null
+  dunning_next_step: number | null
+  dunning_next_step_at: Date | null
 }
+
+export type DunningStatus = 'active' | 'completed' | 'uncollectible' | 'resolved'
 
 export interface LineItemRow extends RecordRow {
   invoice_id: string
