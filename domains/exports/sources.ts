@@ -147,17 +147,19 @@ type PgRow = Record<string, string | Date | null>
 const PAGE = 5000
 
 /**
- * The rows of a Postgres entity created in [start, end) (not deleted), oldest first, read a page at a time by
+ * The rows of a Postgres entity created in [start, end) (not deleted; of some customers, of some wallet transaction
+ * types), oldest first, read a page at a time by
  * (created_at, id) — the cursor kept as Postgres's own text of the instant, whose microseconds a Date would lose.
  */
-export async function* pgRows(db: Db, scope: Scope, source: PgSource, start: Date, end: Date, customerIds?: string[]): AsyncGenerator<PgRow[]> {
+export async function* pgRows(db: Db, scope: Scope, source: PgSource, start: Date, end: Date, only: { customerIds?: string[]; types?: string[] }): AsyncGenerator<PgRow[]> {
   const columns = db.unsafe(source.columns.map((c) => `"${c.name}"`).join(', '))
   let after: { at: string; id: string } | undefined
   for (;;) {
     const rows = (await db`SELECT ${columns}, created_at::text AS cursor_at FROM ${db(source.table)}
       WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND status <> 'deleted'
         AND created_at >= ${start} AND created_at < ${end}
-        ${customerIds ? db`AND customer_id = ANY(${customerIds})` : db``}
+        ${only.customerIds ? db`AND customer_id = ANY(${only.customerIds})` : db``}
+        ${only.types ? db`AND type = ANY(${only.types})` : db``}
         ${after ? db`AND (created_at, id) > (${after.at}::timestamptz, ${after.id})` : db``}
       ORDER BY created_at, id LIMIT ${PAGE}`) as unknown as (PgRow & { cursor_at: string })[]
     if (rows.length === 0) return

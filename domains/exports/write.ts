@@ -9,12 +9,13 @@ import { mkdir, open, rm } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { csvHeader, csvWriter } from '../../core/csv.ts'
 import { validationError } from '../../core/errors.ts'
-import type { Actor, Scope } from '../../core/scope.ts'
+import type { Scope } from '../../core/scope.ts'
 import type { WindowSize } from '../../core/periods.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { sqlString } from '../../infra/ch-literals.ts'
 import { analyticsExport } from '../analytics/export.ts'
 import { listMeters } from '../catalog/meters/service.ts'
+import { everyItem, systemActor } from '../records/service.ts'
 import { parquetWritten } from './parquet-rows.ts'
 import { PARQUET_SETTINGS, chSelect, csvColumns, eventsSource, PG_SOURCES, pgRows, structureOf, usageSource, type ChSource, type ExportColumn } from './sources.ts'
 
@@ -40,7 +41,7 @@ const FILTERS: Record<ExportEntity, Record<string, 'list' | 'text'>> = {
   usage: { meter_ids: 'list', external_customer_ids: 'list' },
   invoices: { customer_ids: 'list' },
   credit_notes: { customer_ids: 'list' },
-  wallet_transactions: { customer_ids: 'list' },
+  wallet_transactions: { customer_ids: 'list', types: 'list' },
   analytics: { external_customer_id: 'text', feature_ids: 'list', sources: 'list', group_by: 'list', window_size: 'text' },
 }
 
@@ -74,8 +75,8 @@ function instant(field: string, value: unknown): Date {
   return d
 }
 
-/** The spec checked: every refusal happens here, before a byte is written. */
-function checked(spec: ExportSpec): { entity: ExportEntity; format: ExportFormat; start: Date; end: Date; filters: Filters } {
+/** The spec checked: every refusal of its form happens here, before a byte is written (a scheduled task checks its own at creation). */
+export function checked(spec: ExportSpec): { entity: ExportEntity; format: ExportFormat; start: Date; end: Date; filters: Filters } {
   if (!EXPORT_ENTITIES.includes(spec.entity_type)) throw validationError('entity_type', `must be one of ${EXPORT_ENTITIES.join(', ')}`)
   if (!EXPORT_FORMATS.includes(spec.format)) throw validationError('format', `must be one of ${EXPORT_FORMATS.join(', ')}`)
   const start = instant('start_time', spec.start_time)
@@ -124,7 +125,7 @@ async function writerOf(deps: Deps, scope: Scope, entity: ExportEntity, format: 
     }
     default: {
       const source = PG_SOURCES[entity]
-      const pages = () => pgRows(deps.sql, scope, source, start, end, list('customer_ids'))
+      const pages = () => pgRows(deps.sql, scope, source, start, end, { customerIds: list('customer_ids'), types: list('types') })
       if (format === 'csv') return (path, progress) => pgCsv(source.columns, pages(), path, progress)
       return (path, progress) => viaIntermediate(deps, path, progress, jsonConversion(source.columns), (tmp, p) => pgJson(source.columns, pages(), tmp, p))
     }
@@ -133,12 +134,9 @@ async function writerOf(deps: Deps, scope: Scope, entity: ExportEntity, format: 
 
 /** Meters of the scope as usage queries read them: each at its ready revision (none yet: nothing to read). */
 async function metersOf(deps: Deps, scope: Scope, ids: string[] | undefined): Promise<{ id: string; revision: number }[]> {
-  const found: { id: string; revision: number }[] = []
-  for (let offset = 0; ; offset += 1000) {
-    const page = await listMeters(deps, scope, { limit: 1000, offset, sort: 'created_at', order: 'asc', status: 'published', metadata: {} })
-    for (const m of page.items) if (m.ready_revision > 0 && (!ids || ids.includes(m.id))) found.push({ id: m.id, revision: m.ready_revision })
-    if (offset + 1000 >= page.pagination.total) break
-  }
+  const found = (await everyItem((params) => listMeters(deps, scope, params)))
+    .filter((m) => m.ready_revision > 0 && (!ids || ids.includes(m.id)))
+    .map((m) => ({ id: m.id, revision: m.ready_revision }))
   const unknown = ids?.find((id) => !found.some((m) => m.id === id))
   if (unknown !== undefined) throw validationError('filters.meter_ids', `meter ${unknown} is not a meter of this environment with usage to read`)
   return found
@@ -230,9 +228,7 @@ async function viaIntermediate(deps: Deps, path: string, onProgress: Progress, c
 type AnalyticsCsv = ReturnType<typeof analyticsExport>
 
 function analyticsOf(deps: Deps, scope: Scope, start: Date, end: Date, f: Filters): AnalyticsCsv {
-  // The export reads as a read key of the scope would.
-  const actor: Actor = { ...scope, keyId: 'export', roles: ['read'] }
-  return analyticsExport(deps, actor, {
+  return analyticsExport(deps, systemActor(scope), {
     start,
     end,
     externalCustomerId: f.external_customer_id as string | undefined,
