@@ -88,6 +88,8 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   await call(h, key, 'PUT', `/v1/invoices/${paid.id}/payment`, { payment_status: 'SUCCEEDED', amount: '5.00' })
   ids.payment = (await call(h, key, 'GET', `/v1/payments?invoice_id=${paid.id}`)).items[0].id
   ids.creditNote = (await post('/v1/creditnotes', { invoice_id: paid.id, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: ids.invoiceLine, amount: '1.00' }] })).id
+  // A message record (the world's customer has no email: recorded as skipped, nothing sent).
+  ids.communication = (await post(`/v1/invoices/${ids.invoiceOpen}/comms/trigger`)).communication.id
 
   ids.endpoint = (await post('/v1/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook', disabled: true })).id
   ids.connection = (await post('/v1/connections', { name: 'stripe', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test_x', webhook_secret: 'whsec_x' } } })).id
@@ -283,6 +285,8 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     ],
     'POST /v1/tasks': [{ task_type: 'EXPORT', entity_type: 'CREDIT_NOTES', file_type: 'PARQUET', file_name: 'notes.parquet', metadata: { a: 'b' }, filters: {}, ...RANGE() }],
     'PUT /v1/tasks/{id}/status': [{ task_status: 'FAILED' }],
+    'PUT /v1/communications/settings': [{ from_email: 'billing@example.com', from_name: 'World', auto_send: { invoice: false }, templates: { invoice: { subject: 'Invoice {{invoice_number}}', html: null } } }],
+    'PUT /v1/dunning/settings': [{ steps: [{ days_after_due: 3, actions: ['reminder_email', 'retry_payment'] }, { days_after_due: 10, actions: ['suspend_entitlements'] }] }, { preset: 'gentle' }],
     // The customer portal's lists (a session's calls: with an API key they answer 401).
     ...Object.fromEntries(['subscriptions', 'invoices', 'creditnotes', 'wallets'].map((r) => [`POST /v1/customer/portal/${r}`, [{ page: 1, limit: 5 }]])),
     // A record's DELETE takes an empty body (a field would be a later deletion, refused).
@@ -361,6 +365,7 @@ const ID_KIND: [string, string][] = [
   ['/v1/pricing/simulations/', 'simulation'],
   ['/v1/subscription-schedules/', 'schedule'],
   ['/v1/tasks/', 'task'],
+  ['/v1/communications/', 'communication'],
   ['/v1/v1/subscription-schedules/', 'schedule'],
 ]
 
