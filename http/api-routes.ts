@@ -9,6 +9,7 @@ import { keyRoutes } from './routes/keys.ts'
 import { addonRoutes, planRoutes } from './routes/offerings.ts'
 import { priceRoutes } from './routes/prices.ts'
 import { priceUnitRoutes } from './routes/price-units.ts'
+import { costRoutes } from './routes/costs.ts'
 import { subscriptionRoutes } from './routes/subscriptions.ts'
 import { planChangeRoutes } from './routes/plan-changes.ts'
 import { groupRoutes } from './routes/groups.ts'
@@ -39,4 +40,4 @@ import { portalRoutes } from './routes/portal.ts'
 import { scheduledTaskRoutes } from './routes/scheduled-tasks.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...dunningRoutes, ...aiRoutes, ...simulationRoutes, ...testClockRoutes, ...scheduledTaskRoutes]
+export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...dunningRoutes, ...aiRoutes, ...simulationRoutes, ...costRoutes, ...testClockRoutes, ...scheduledTaskRoutes]

@@ -10,7 +10,7 @@ import { analyticsExport, COLUMN_SETS, type AnalyticsExportRequest } from '../..
 import { sendCsv } from '../csv-stream.ts'
 import { defineRoute, type Route } from '../route.ts'
 
-interface AnalyticsBody {
+export interface AnalyticsBody {
   start_time: string
   end_time: string
   external_customer_id?: string
@@ -29,7 +29,7 @@ interface AnalyticsBody {
 
 const strings = (maxItems: number): JsonSchema => ({ type: 'array', maxItems, items: { type: 'string', minLength: 1 } })
 
-const analyticsProperties: Record<string, JsonSchema> = {
+export const analyticsProperties: Record<string, JsonSchema> = {
   start_time: { type: 'string', format: 'date-time' },
   end_time: { type: 'string', format: 'date-time' },
   external_customer_id: { type: 'string', minLength: 1 },
@@ -46,7 +46,7 @@ const analyticsProperties: Record<string, JsonSchema> = {
   offset: { type: 'integer', minimum: 0 },
 }
 
-const analyticsRequest = (b: AnalyticsBody): AnalyticsRequest => ({
+export const analyticsRequest = (b: AnalyticsBody): AnalyticsRequest => ({
   start: new Date(b.start_time),
   end: new Date(b.end_time),
   externalCustomerId: b.external_customer_id,
