@@ -11,7 +11,7 @@ import { findCustomerByExternalId, requireCustomer } from '../customers/service.
 import * as store from './store.ts'
 
 /** How long a portal link works: Flexprice's portal sessions last one hour. */
-export const SESSION_TTL_MS = 3600_000
+const SESSION_TTL_MS = 3600_000
 
 /** The header the portal's calls carry the token in (Flexprice's). */
 export const SESSION_HEADER = 'x-session-token'
