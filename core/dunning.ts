@@ -6,7 +6,7 @@ import { validationError } from './errors.ts'
 /** What a step may do; the last three end the schedule and stand only on its last step, one of them at most. */
 export const DUNNING_ACTIONS = ['reminder_email', 'retry_payment', 'mark_uncollectible', 'cancel_subscription', 'suspend_entitlements'] as const
 export type DunningAction = (typeof DUNNING_ACTIONS)[number]
-export const FINAL_ACTIONS: readonly DunningAction[] = ['mark_uncollectible', 'cancel_subscription', 'suspend_entitlements']
+const FINAL_ACTIONS: readonly DunningAction[] = ['mark_uncollectible', 'cancel_subscription', 'suspend_entitlements']
 
 export interface DunningStep {
   days_after_due: number

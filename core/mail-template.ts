@@ -6,7 +6,7 @@ import { validationError } from './errors.ts'
 const PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
-export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c])
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c])
 
 /** The template with each placeholder replaced by its variable (escaped for HTML when `html`); an absent one is empty. */
 export function renderTemplate(template: string, variables: Record<string, string>, html: boolean): string {

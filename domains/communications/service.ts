@@ -27,7 +27,7 @@ import { DEFAULT_TEMPLATES, PLACEHOLDERS } from './templates.ts'
 import { compose, deliver, transportOf } from './transport.ts'
 
 export const FILTERS = store.FILTERS
-export { KINDS, DELIVERY_STATUSES } from './store.ts'
+export { KINDS } from './store.ts'
 
 /** Who claims: this process, told apart from another on the same host. */
 const WORKER = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`

@@ -9,8 +9,7 @@ export const MESSAGES: RecordTable = { name: 'communications', noun: 'communicat
 
 export const KINDS = ['invoice', 'credit_note', 'payment_receipt', 'dunning_reminder'] as const
 export type Kind = (typeof KINDS)[number]
-export const DELIVERY_STATUSES = ['pending', 'sending', 'sent', 'retrying', 'failed', 'skipped', 'unknown'] as const
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
+export type DeliveryStatus = 'pending' | 'sending' | 'sent' | 'retrying' | 'failed' | 'skipped' | 'unknown'
 
 export const FILTERS: FilterSpec = filterSpec({
   eq: { customer_id: 'customer_id', invoice_id: 'invoice_id', kind: 'kind', delivery_status: 'delivery_status' },
@@ -156,13 +155,6 @@ export async function attemptsOf(db: Db, scope: Scope, ids: string[]): Promise<A
   return (await db`SELECT id, communication_id, attempted_at, transport, outcome, response_code, response FROM communication_attempts
     WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND communication_id = ANY(${ids}::text[])
     ORDER BY attempted_at, id`) as unknown as AttemptRow[]
-}
-
-/** How many messages a source already has (a manual send's key counts them). */
-export async function countBySourcePrefix(db: Db, scope: Scope, prefix: string): Promise<number> {
-  const [{ n }] = await db`SELECT count(*)::int AS n FROM communications WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}
-    AND source_key LIKE ${prefix + '%'}`
-  return n as number
 }
 
 export interface Candidate {
