@@ -45,7 +45,7 @@ export async function failed(db: Db, id: string, reason: string): Promise<void> 
 /**
  * The first instant after `after` at which a job has something to do for the clock's customers: a period
  * end, trial end, start, cancellation or end date; a scheduled plan change; a credit grant application;
- * a wallet credit's expiry; a draft's finalization; an invoice falling overdue (the instant after its due date).
+ * a wallet credit's expiry; a draft's finalization; a dunning step; an invoice falling overdue (the instant after its due date).
  */
 export async function nextDue(db: Db, clockId: string, after: Date): Promise<Date | undefined> {
   const [row] = await db<{ t: Date | null }[]>`
@@ -61,6 +61,7 @@ export async function nextDue(db: Db, clockId: string, after: Date): Promise<Dat
       UNION ALL SELECT scheduled_for FROM credit_grant_applications WHERE application_status = 'pending' AND subscription_id IN (SELECT id FROM s)
       UNION ALL SELECT expiry_date FROM wallet_transactions WHERE type = 'credit' AND credits_available > 0 AND transaction_status = 'completed' AND customer_id IN (SELECT id FROM c)
       UNION ALL SELECT finalize_after FROM invoices WHERE invoice_status = 'DRAFT' AND status = 'published' AND customer_id IN (SELECT id FROM c)
+      UNION ALL SELECT dunning_next_step_at FROM invoices WHERE dunning_status = 'active' AND customer_id IN (SELECT id FROM c)
       UNION ALL SELECT due_date + interval '1 millisecond' FROM invoices WHERE invoice_status = 'FINALIZED' AND overdue_notified_at IS NULL AND amount_remaining > 0
         AND status = 'published' AND customer_id IN (SELECT id FROM c)
     ) due WHERE t > ${after}`

@@ -17,6 +17,7 @@ import { cancelSubscription } from '../invoicing/changes/cancel.ts'
 import { resolveDunning, setDunningState } from '../invoicing/invoices/dunning-state.ts'
 import { lockInvoice, requireInvoice, type InvoiceRow } from '../invoicing/invoices/read.ts'
 import { systemActor, transaction } from '../records/service.ts'
+import { inReach } from '../customers/reach.ts'
 import { toWire } from '../records/wire.ts'
 import { suspendEntitlements } from '../subscriptions/suspension.ts'
 import * as store from './store.ts'
@@ -168,12 +169,12 @@ export async function runDunning(deps: Deps, progress: Progress = () => {}): Pro
     if (!settings.has(key)) settings.set(key, await settingsOf(deps, scope))
     return settings.get(key)!.steps
   }
-  const entering = await store.entering(deps.sql, BATCH)
+  const entering = await store.entering(deps.sql, BATCH, inReach(deps.sql, deps, 'i.customer_id'))
   for (const row of entering) {
     const scope = { tenantId: row.tenant_id, environmentId: row.environment_id }
     await enter(deps, scope, row.id, await stepsOf(scope))
   }
-  const due = await store.due(deps.sql, now, BATCH)
+  const due = await store.due(deps.sql, now, BATCH, inReach(deps.sql, deps, 'i.customer_id'))
   const summary = { entered: entering.length, attempted: due.length, resolved: 0, ran: 0, rescheduled: 0 }
   for (const [i, row] of due.entries()) {
     const scope = { tenantId: row.tenant_id, environmentId: row.environment_id }

@@ -3,6 +3,7 @@
 import type { DunningAction, DunningStep } from '../../core/dunning.ts'
 import type { Scope } from '../../core/scope.ts'
 import type { Db } from '../../infra/postgres.ts'
+import type { Fragment } from '../../infra/records.ts'
 
 export interface SettingsRow {
   enabled: boolean
@@ -38,19 +39,20 @@ interface Scoped {
 }
 
 /** Finalized invoices still owing, due since their environment turned dunning on, not yet in its schedule. */
-export async function entering(db: Db, limit: number): Promise<Scoped[]> {
+/** `reach` is a condition on i.customer_id (domains/customers/reach.ts), in entering and due alike. */
+export async function entering(db: Db, limit: number, reach: Fragment): Promise<Scoped[]> {
   return (await db`SELECT i.id, i.tenant_id, i.environment_id FROM invoices i
     JOIN dunning_settings s ON s.tenant_id = i.tenant_id AND s.environment_id = i.environment_id AND s.enabled
     WHERE i.dunning_status IS NULL AND i.invoice_status = 'FINALIZED' AND i.status = 'published' AND i.amount_remaining > 0
-      AND i.due_date IS NOT NULL AND i.due_date >= s.enabled_at
+      AND i.due_date IS NOT NULL AND i.due_date >= s.enabled_at AND ${reach}
     ORDER BY i.due_date, i.id LIMIT ${limit}`) as unknown as Scoped[]
 }
 
 /** Invoices whose next step has fallen, in environments with dunning on. */
-export async function due(db: Db, now: Date, limit: number): Promise<Scoped[]> {
+export async function due(db: Db, now: Date, limit: number, reach: Fragment): Promise<Scoped[]> {
   return (await db`SELECT i.id, i.tenant_id, i.environment_id FROM invoices i
     JOIN dunning_settings s ON s.tenant_id = i.tenant_id AND s.environment_id = i.environment_id AND s.enabled
-    WHERE i.dunning_status = 'active' AND i.dunning_next_step_at <= ${now}
+    WHERE i.dunning_status = 'active' AND i.dunning_next_step_at <= ${now} AND ${reach}
     ORDER BY i.dunning_next_step_at, i.id LIMIT ${limit}`) as unknown as Scoped[]
 }
 
