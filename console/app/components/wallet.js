@@ -1,4 +1,5 @@
-// One wallet: its real-time balance (balance − unbilled usage − unpaid invoices) and its ledger, paginated.
+// One wallet: its real-time balance (balance − holds − unbilled usage − unpaid invoices), its active credit
+// holds, and its ledger, paginated.
 import { html, useState } from '../lib/html.js'
 import { useSession } from '../lib/session-context.js'
 import { useApi } from '../lib/use-api.js'
@@ -12,6 +13,7 @@ export function Wallet({ wallet }) {
   const [offset, setOffset] = useState(0)
   const live = useApi(() => api.get(`/v1/wallets/${wallet.id}/balance/real-time`), [api, wallet.id])
   const ledger = useApi(() => api.get(`/v1/wallets/${wallet.id}/transactions`, { limit: LIMIT, offset }), [api, wallet.id, offset])
+  const holds = useApi(() => api.get(`/v1/wallets/${wallet.id}/holds`, { status: 'active', limit: LIMIT }), [api, wallet.id])
   const b = live.data
   return html`<div class="wallet">
     <h3>${wallet.name} <${Badge} value=${wallet.wallet_status} /></h3>
@@ -20,9 +22,21 @@ export function Wallet({ wallet }) {
       ['Real-time balance', b ? html`<strong data-balance>${money(b.real_time_balance, wallet.currency)}</strong>` : '…'],
       ['Balance', money(wallet.balance, wallet.currency)],
       ['Credits', decimal(wallet.credit_balance)],
+      ['Held', html`<span data-held>${decimal(wallet.held_balance)}</span>`],
+      ['Available', html`<span data-available>${decimal(wallet.available_balance)}</span>`],
       ['Unbilled usage', b ? money(b.current_period_usage, wallet.currency) : '…'],
       ['Unpaid invoices', b ? money(b.unpaid_invoices_amount, wallet.currency) : '…'],
     ]} />
+    <${ErrorBox} error=${holds.error} title="Holds failed" />
+    ${holds.data && holds.data.items.length > 0 &&
+    html`<table class="list compact" data-holds>
+      <caption>Active holds (${holds.data.pagination.total})</caption>
+      <thead><tr><th>Hold</th><th>Since</th><th>Expires</th><th>Feature</th><th class="num">Quantity</th><th class="num">Credits</th></tr></thead>
+      <tbody>${holds.data.items.map(
+        (x) => html`<tr><td><code>${x.id}</code></td><td>${when(x.created_at)}</td><td>${when(x.expires_at)}</td><td>${x.feature_id ?? '—'}</td>
+          <td class="num">${x.quantity === null ? '—' : decimal(x.quantity)}</td><td class="num">${decimal(x.amount)}</td></tr>`,
+      )}</tbody>
+    </table>`}
     <${ErrorBox} error=${ledger.error} title="Ledger failed" />
     ${!ledger.data && !ledger.error && html`<${Loading} what="Loading the ledger" />`}
     ${ledger.data &&

@@ -78,6 +78,7 @@ export async function refuseHeldCredits(tx: Tx, wallet: store.WalletRow, amount:
   const fit = fitHold(balance, held, amount)
   if (!fit.ok) {
     throw invalidOperation(`insufficient available balance: ${fit.available.toFixed()} credits available (${held.toFixed()} held), ${amount.toFixed()} requested`, {
+      available: fit.available.toFixed(),
       available_balance: fit.available.toFixed(),
       held_balance: held.toFixed(),
       requested: amount.toFixed(),

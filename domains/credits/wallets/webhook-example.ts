@@ -35,6 +35,8 @@ export function examplePayload(): Record<string, unknown> {
       balance: '70.00',
       credit_balance: '70',
       credits_available_breakdown: { free: '20', purchased: '50' },
+      held_balance: '0',
+      available_balance: '70',
       conversion_rate: '1',
       topup_conversion_rate: '1',
       config: { allowed_price_types: ['ALL'] },

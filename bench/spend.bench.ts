@@ -1,0 +1,112 @@
+// (Spend control) The entitlement check and credit holds over HTTP against a server process seeded by
+// spend-server.ts (embedded engines), the same method as the entitlement lookup bench: keep-alive connections,
+// a 1 s warm-up, requests/s, p50/p99 and the server's CPU a request. Each row has a baseline measured in the
+// same run: the check against the entitlement lookup of one feature it starts from, hold + settle pairs on one
+// wallet against single manual debits of the same wallet (one ledger change each).
+import { spawn } from 'node:child_process'
+import { Agent, request } from 'node:http'
+import { cpus, loadavg } from 'node:os'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { cpuSeconds, fmt, percentile, report } from './common.ts'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
+const CONCURRENCY = 16
+
+interface Seeded {
+  port: number
+  key: string
+  customers: string[]
+  feature: string
+  wallet: string
+}
+
+const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./spend-server.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] })
+const seeded: Seeded = JSON.parse(
+  await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve)
+    child.once('exit', (code) => reject(new Error(`spend server exited with ${code}`)))
+  }),
+)
+const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+
+/** One request; rejects unless the status is `expect`. Resolves with the parsed body. */
+const send = (method: string, path: string, body: unknown, expect: number) =>
+  new Promise<any>((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body)
+    const headers: Record<string, string> = { 'x-api-key': seeded.key }
+    if (payload) headers['content-type'] = 'application/json'
+    const req = request({ agent, port: seeded.port, host: '127.0.0.1', method, path, headers }, (res) => {
+      let text = ''
+      res.on('data', (chunk) => (text += chunk))
+      res.on('end', () => (res.statusCode === expect ? resolve(JSON.parse(text)) : reject(new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`))))
+    })
+    req.on('error', reject)
+    req.end(payload)
+  })
+
+/** Runs `op(i)` from CONCURRENCY loops for `seconds`; each op is one unit (a request, or a hold + settle pair). */
+async function load(op: (i: number) => Promise<unknown>, seconds: number) {
+  const latencies: number[] = []
+  let stop = false
+  let n = 0
+  const cpu = cpuSeconds(child.pid!)
+  const started = performance.now()
+  setTimeout(() => (stop = true), seconds * 1000)
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (!stop) {
+        const t = performance.now()
+        await op(n++)
+        latencies.push(performance.now() - t)
+      }
+    }),
+  )
+  const elapsed = (performance.now() - started) / 1000
+  const cpuPer = ((cpuSeconds(child.pid!) - cpu) * 1e6) / latencies.length
+  latencies.sort((a, b) => a - b)
+  return { units: latencies.length, perSecond: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpuPer }
+}
+
+const customer = (i: number) => seeded.customers[i % seeded.customers.length]
+const cases: { label: string; op: (i: number) => Promise<unknown> }[] = [
+  { label: 'baseline: entitlement lookup, one feature (`GET …/entitlements?feature_ids=`)', op: (i) => send('GET', `/v1/customers/${customer(i)}/entitlements?feature_ids=${seeded.feature}`, undefined, 200) },
+  { label: 'check (`POST …/entitlements/check`, hard limit, quantity 2,000)', op: (i) => send('POST', `/v1/customers/${customer(i)}/entitlements/check`, { feature_id: seeded.feature, quantity: 2000 }, 200) },
+  { label: 'baseline: manual debit of 1 credit, one wallet', op: () => send('POST', `/v1/wallets/${seeded.wallet}/debit`, { credits: '1' }, 200) },
+  {
+    label: 'hold of 20 credits + settle of 17.34, one wallet (a pair)',
+    op: async () => {
+      const hold = await send('POST', `/v1/wallets/${seeded.wallet}/holds`, { amount: '20' }, 201)
+      await send('POST', `/v1/wallets/holds/${hold.id}/settle`, { amount: '17.34' }, 200)
+    },
+  },
+]
+const rows: string[] = []
+const loadAtStart = loadavg()[0]
+try {
+  for (const c of cases) {
+    await load(c.op, 1)
+    const r = await load(c.op, SECONDS)
+    rows.push(`| ${c.label} | ${fmt(r.perSecond)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.cpuPer)} | ${fmt(r.units)} |`)
+    process.stderr.write(`${rows.at(-1)}\n`)
+  }
+  // No overdraw: what the wallet lost is exactly what was debited and settled.
+  const wallet = await send('GET', `/v1/wallets/${seeded.wallet}`, undefined, 200)
+  rows.push(`\nWallet after the run: credit_balance ${wallet.credit_balance}, held_balance ${wallet.held_balance}, available_balance ${wallet.available_balance}.`)
+} finally {
+  agent.destroy()
+  child.kill('SIGTERM')
+  await new Promise((r) => child.once('exit', r))
+}
+
+report(`## Spend control: the entitlement check and credit holds
+
+${fmt(seeded.customers.length)} customers on a plan with a hard-limited metered feature, ${CONCURRENCY} keep-alive connections for ${SECONDS} s
+after a 1 s warm-up, embedded PGlite and chDB in the server process; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'},
+${new Date().toISOString().slice(0, 16)}Z, load average ${loadAtStart.toFixed(1)} at the start and ${loadavg()[0].toFixed(1)} at the end. Server CPU:
+all threads of the server process over the measured run ÷ units (requests, or hold + settle pairs).
+
+| operation | per second | p50 ms | p99 ms | server CPU µs/unit | units |
+| --- | ---: | ---: | ---: | ---: | ---: |
+${rows.join('\n')}`)
+process.exit(0)
