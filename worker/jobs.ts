@@ -13,6 +13,7 @@ import { syncAccounting } from '../domains/integrations/accounting.ts'
 import { deliverCommunications } from '../domains/communications/service.ts'
 import { runDunning } from '../domains/dunning/service.ts'
 import { completePendingCorrections } from '../domains/usage/corrections/service.ts'
+import { runScheduledExports } from '../domains/exports/runs.ts'
 import type { Job } from '../infra/scheduler.ts'
 
 // onTestClocks: the job acts on customers' records by deps.clock's time and honours deps.testClockId, so advancing
@@ -53,4 +54,7 @@ export const jobs: Job[] = [
   { name: 'dunning', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runDunning(deps, progress)) }) },
   // The stale-webhook retry job (WEBHOOK_RETRY_* settings): due retries with exponential backoff.
   { name: 'webhook-retry', schedule: '* * * * *', leaseMs: 2 * RUN_BUDGET_MS + 60_000, run: async (deps, progress) => ({ ...(await retryDue(deps, progress)) }) },
+  // Scheduled exports (/v1/tasks/scheduled): each task's whole windows planned once from its watermark, then run under
+  // leases (retried with backoff); a run's budget is 10 minutes, the lease outlives a long run.
+  { name: 'scheduled-exports', schedule: '* * * * *', leaseMs: 45 * 60_000, run: async (deps, progress) => ({ ...(await runScheduledExports(deps, progress)) }) },
 ]
