@@ -25,7 +25,7 @@ interface ExactCost {
   windows: Decimal[]
 }
 
-export interface CostPoint {
+interface CostPoint {
   timestamp: Date
   quantity: string
   eventCount: number
