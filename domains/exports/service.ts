@@ -122,7 +122,10 @@ export async function getScheduledTask(deps: Deps, actor: Actor, id: string): Pr
 }
 
 export async function listScheduledTasks(deps: Deps, actor: Actor, request: ListRequest): Promise<Page<ScheduledTaskView>> {
-  const page = await records.list(deps, actor, request)
+  // The query string's text 'true' as a boolean: the driver writes a boolean parameter from a boolean only.
+  const { enabled } = request.filters
+  const filters = enabled === undefined ? request.filters : { ...request.filters, enabled: enabled === true || enabled === 'true' }
+  const page = await records.list(deps, actor, { ...request, filters })
   return { ...page, items: page.items.map(view) }
 }
 
