@@ -102,6 +102,9 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   // An export task (an import would write records in the background while the suites count rows).
   ids.task = (await post('/v1/tasks', { task_type: 'EXPORT', entity_type: 'INVOICES', file_type: 'CSV', ...RANGE() })).id
   ids.simulation = (await post('/v1/pricing/simulations', { name: unique('sim'), ...RANGE(), candidate: { price_overrides: [{ price_id: ids.price, amount: '0.02' }] } })).id
+  // Test clocks exist in sandbox environments only: a production world's is an id no environment has.
+  const clock = await h.http('POST', '/v1/test_clocks', { key, body: { name: unique('clock'), frozen_time: inDays(0) } })
+  ids.testClock = clock.status === 201 ? clock.body.id : 'clock_in_no_environment'
   const envs = await call(h, key, 'GET', '/v1/environments')
   ids.environment = envs.items.find((e: { id: string }) => key === h.key ? e.id === h.tenant.environments.production : true)?.id ?? envs.items[0].id
   ids.environment2 = envs.items.find((e: { id: string }) => e.id !== ids.environment)?.id ?? ids.environment
@@ -289,6 +292,10 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'PUT /v1/dunning/settings': [{ steps: [{ days_after_due: 3, actions: ['reminder_email', 'retry_payment'] }, { days_after_due: 10, actions: ['suspend_entitlements'] }] }, { preset: 'gentle' }],
     // The customer portal's lists (a session's calls: with an API key they answer 401).
     ...Object.fromEntries(['subscriptions', 'invoices', 'creditnotes', 'wallets'].map((r) => [`POST /v1/customer/portal/${r}`, [{ page: 1, limit: 5 }]])),
+    'POST /v1/test_clocks': [{ name: unique('clock'), frozen_time: inDays(0), metadata: { a: 'b' } }],
+    'POST /v1/test_clocks/{id}/advance': [{ frozen_time: inDays(1) }],
+    'POST /v1/test_clocks/search': [{ limit: 5 }],
+    'DELETE /v1/test_clocks/{id}': [{}],
     // A record's DELETE takes an empty body (a field would be a later deletion, refused).
     ...Object.fromEntries(RECORD_DELETES.map((path) => [`DELETE ${path}`, [{}]])),
   }
@@ -363,6 +370,7 @@ const ID_KIND: [string, string][] = [
   ['/v1/webhooks/', 'webhookEvent'],
   ['/v1/connections/', 'connection'],
   ['/v1/pricing/simulations/', 'simulation'],
+  ['/v1/test_clocks/', 'testClock'],
   ['/v1/subscription-schedules/', 'schedule'],
   ['/v1/tasks/', 'task'],
   ['/v1/communications/', 'communication'],
