@@ -107,6 +107,10 @@ describe.skipIf(!browserTestsRun)('web console', () => {
   })
 
   it('signs in and draws the seeded events on the usage chart, one line or stacked by a property', async () => {
+    // A cost sheet: each token costs you 0.0001 USD (docs/costs.md).
+    const sheet = (await h.http('POST', '/v1/costs', { body: { name: 'Tokens at cost' } })).body.costsheet
+    const costPrice = { entity_type: 'COSTSHEET', entity_id: sheet.id, currency: 'USD', type: 'USAGE', billing_model: 'FLAT_FEE', billing_period: 'MONTHLY', amount: '0.0001', meter_id: seed.meter.id }
+    expect((await h.http('POST', '/v1/prices', { body: costPrice })).status).toBe(201)
     const page = await adminAt('usage')
     await page.selectOption('select[name=measure]', `meter:${seed.meter.id}`)
     await page.waitForSelector('figure.chart[data-points="12"]')
@@ -124,6 +128,11 @@ describe.skipIf(!browserTestsRun)('web console', () => {
     expect(await page.locator('[data-stat=events]').textContent()).toBe(String(seed.events.length))
     // The meter's feature is read from the analytics endpoint, priced: the plan includes 100,000 tokens, so nothing is owed yet.
     expect(await page.locator('[data-stat=cost]').textContent()).toBe('0 USD')
+    // Next to it, what serving the tokens cost (total × 0.0001, to the cent) and the margin: nothing billed yet, so
+    // the margin is the cost's opposite and has no percentage of revenue.
+    const serving = (Math.round(total) / 10_000).toFixed(2).replace(/\.?0+$/, '')
+    expect(await page.locator('[data-stat=serving-cost]').textContent()).toBe(`${serving} USD`)
+    expect(await page.locator('[data-stat=margin]').textContent()).toBe(`-${serving} USD`)
     // And it drew them: the line's colour is on the canvas.
     const drawn = await page.locator('.chart-canvas canvas').evaluate((c: any) => {
       const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data

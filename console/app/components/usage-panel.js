@@ -151,8 +151,11 @@ export function UsagePanel({ customer, initialMeasure }) {
       <div class="stat"><span>Events</span><strong data-stat="events" title=${events instanceof Error ? events.message : ''}>${
         events === undefined ? '…' : events instanceof Error ? 'unavailable' : decimal(events)
       }</strong></div>
-      <div class="stat"><span>Cost</span><strong data-stat="cost">${data?.cost ? data.cost : '—'}</strong>
+      <div class="stat"><span>Revenue</span><strong data-stat="cost">${data?.cost ? data.cost : '—'}</strong>
         ${!measure.featureId && html`<small class="hint">needs a feature</small>`}</div>
+      ${data?.margins &&
+      html`<div class="stat"><span>Cost to serve</span><strong data-stat="serving-cost" title="POST /v1/costs/analytics: usage × the active cost sheet">${data.margins.cost}</strong></div>
+        <div class="stat"><span>Margin</span><strong data-stat="margin">${data.margins.margin}${data.margins.percent === null ? '' : ` (${data.margins.percent} %)`}</strong></div>`}
       <div class="stat"><span>Windows</span><strong>${data ? data.windows.length : '…'}</strong></div>
       ${live && html`<div class="stat live"><span>Refresh</span><strong>every 5 s${usage.loading ? ' ⟳' : ''}</strong></div>`}
     </div>

@@ -1,9 +1,10 @@
 // The usage chart's one data source. A feature's usage (a meter a feature uses) comes from
 // POST /v1/events/analytics: its windows, grouped by a property, with event counts and cost. A meter
 // without a feature and an event name without a meter come from POST /v1/events/usage/meter and
-// POST /v1/events/usage (raw events: counts, and grouping by a property); they have no cost.
+// POST /v1/events/usage (raw events: counts, and grouping by a property); they have no cost. With a cost sheet, a
+// feature's cost to serve and margin come from POST /v1/costs/analytics.
 // Pages only see the shape returned here:
-//   {windows: [ms], series: [{name, values: [number], total: "decimal"}], total, events, cost, unit}
+//   {windows: [ms], series: [{name, values: [number], total: "decimal"}], total, events, cost, margins, unit}
 import { compareDecimal, sumDecimal } from './format.js'
 
 export const WINDOW_SIZES = ['MINUTE', '15MIN', '30MIN', 'HOUR', '3HOUR', '6HOUR', '12HOUR', 'DAY', 'WEEK', 'MONTH']
@@ -78,6 +79,17 @@ async function eventCount(api, q) {
   return (await api.post('/v1/events/usage', body)).value
 }
 
+/**
+ * What the same selection cost you and its margin (POST /v1/costs/analytics, priced by the active cost sheet):
+ * {cost, margin, percent} as text, or null without a cost sheet or when it cannot be priced (shown as absent).
+ */
+async function costsOf(api, body) {
+  const answer = await api.post('/v1/costs/analytics', body).catch(() => null)
+  if (!answer?.costsheet_id) return null
+  const money = (amount) => `${amount} ${answer.currency}`.trim()
+  return { cost: money(answer.total_cost), margin: money(answer.margin), percent: answer.margin_percent }
+}
+
 /** A feature's usage from the analytics endpoint: one series per group, every window of the range. */
 async function analyticsUsage(api, q) {
   const body = {
@@ -86,7 +98,7 @@ async function analyticsUsage(api, q) {
     ...(q.groupBy ? { group_by: [`properties.${q.groupBy}`] } : {}),
     limit: 1000,
   }
-  const answer = await api.post('/v1/events/analytics', body)
+  const [answer, margins] = await Promise.all([api.post('/v1/events/analytics', body), costsOf(api, body)])
   if (answer.items.length === 0) return undefined
   const windows = answer.items[0].points.map((p) => Date.parse(p.timestamp))
   const series = answer.items.map((item) => {
@@ -99,6 +111,7 @@ async function analyticsUsage(api, q) {
     total: answer.items.length === 1 ? answer.items[0].total_usage : sumDecimal(answer.items.map((i) => i.total_usage)),
     events: sumDecimal(answer.items.map((i) => i.event_count)),
     cost: answer.currency ? `${answer.total_cost} ${answer.currency}` : null,
+    margins,
     unit: answer.items[0].aggregation_type,
     request: { path: '/v1/events/analytics', body },
   }
