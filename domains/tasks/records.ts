@@ -62,3 +62,10 @@ async function* jsonLines(text: AsyncIterable<string>): AsyncIterable<ImportReco
 export function importRecords(text: AsyncIterable<string>, fileType: FileType, kinds: Readonly<Record<string, 'json' | 'integer'>>): AsyncIterable<ImportRecord> {
   return fileType === 'CSV' ? csvRecords(text, kinds) : jsonLines(text)
 }
+
+/** How many records the file holds; a file that cannot be read to its end fails here, before anything is written. */
+export async function countRecords(text: AsyncIterable<string>, fileType: FileType, kinds: Readonly<Record<string, 'json' | 'integer'>>): Promise<number> {
+  let n = 0
+  for await (const _ of importRecords(text, fileType, kinds)) n++
+  return n
+}

@@ -14,8 +14,8 @@ import { inTransaction, transaction } from '../records/service.ts'
 import { writeExportFile, type ExportEntity } from '../exports/write.ts'
 import { IMPORTERS, type ImportEntity } from './importers.ts'
 import { eventIntake } from './intake.ts'
-import { importRecords, type ImportRecord } from './records.ts'
-import { dropInput, importText, TaskFailure } from './source.ts'
+import { countRecords, importRecords, type ImportRecord } from './records.ts'
+import { dropInput, importSource, TaskFailure } from './source.ts'
 import * as store from './store.ts'
 import { exportPath } from './files.ts'
 
@@ -123,10 +123,11 @@ async function runImport(deps: Deps, task: store.TaskRow, options: RunOptions): 
   const importer = IMPORTERS[task.entity_type as ImportEntity]
   const work = importer.write ? recordsBatch : eventsBatch
   const size = options.batchSize ?? BATCH
+  // A first pass counts the records (progress has a total) and fails a broken file before any record is written.
+  const text = await importSource(deps, task)
+  if (task.total_records === null) await store.recordTotal(deps.sql, task.id, await countRecords(text(), task.file_type, importer.kinds), deps.clock.now())
   let batch: ImportRecord[] = []
-  let seen = 0
-  for await (const record of importRecords(await importText(deps, task), task.file_type, importer.kinds)) {
-    seen = record.row
+  for await (const record of importRecords(text(), task.file_type, importer.kinds)) {
     if (record.row <= task.processed_records) continue
     batch.push(record)
     if (batch.length === size) {
@@ -135,7 +136,7 @@ async function runImport(deps: Deps, task: store.TaskRow, options: RunOptions): 
     }
   }
   if (batch.length > 0) task = await work(deps, task, batch, options)
-  await store.complete(deps.sql, task.id, { total_records: seen, error_summary: summary(task) }, deps.clock.now())
+  await store.complete(deps.sql, task.id, { error_summary: summary(task) }, deps.clock.now())
   await dropInput(deps, task.id)
 }
 

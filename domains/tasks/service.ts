@@ -2,6 +2,7 @@
 // file (in the request, or at file_url), or an export of one entity over a window to a file served by
 // GET /v1/tasks/{id}/download. Creating one records it; run.ts works it (startTask at once, or the worker's job).
 import { stat } from 'node:fs/promises'
+import { Readable } from 'node:stream'
 import { invalidOperation, notFound, validationError } from '../../core/errors.ts'
 import { page, type ListRequest } from '../../core/list.ts'
 import type { Actor } from '../../core/scope.ts'
@@ -10,9 +11,10 @@ import { insertRecord, listRecords, requireRecord, updateRecord, type Fragment }
 import { auditOf, transaction } from '../records/service.ts'
 import { toWire } from '../records/wire.ts'
 import { exportFileOf, exportPath } from './files.ts'
-import type { ImportEntity } from './importers.ts'
+import { IMPORTERS, type ImportEntity } from './importers.ts'
+import { countRecords } from './records.ts'
 import { runTask } from './run.ts'
-import { checkFileUrl } from './source.ts'
+import { checkFileUrl, TaskFailure } from './source.ts'
 import * as store from './store.ts'
 
 const IMPORT_ENTITIES: readonly ImportEntity[] = ['EVENTS', 'CUSTOMERS', 'PRICES', 'FEATURES']
@@ -49,17 +51,22 @@ const oneOf = (field: string, value: string, allowed: readonly string[], what: s
   return upper
 }
 
-function importFields(input: CreateTaskInput) {
-  const entity_type = oneOf('entity_type', input.entity_type, IMPORT_ENTITIES, 'an import')
-  const file_type = oneOf('file_type', input.file_type === 'JSONL' ? 'JSON' : input.file_type, IMPORT_FILES, 'an import (JSON: one object per line)')
+async function importFields(input: CreateTaskInput) {
+  const entity_type = oneOf('entity_type', input.entity_type, IMPORT_ENTITIES, 'an import') as ImportEntity
+  const file_type = oneOf('file_type', input.file_type === 'JSONL' ? 'JSON' : input.file_type, IMPORT_FILES, 'an import (JSON: one object per line)') as store.FileType
   const url = input.file_url || undefined
   if (url && input.file !== undefined) throw validationError('file', 'give file_url or file, not both')
   if (!url && input.file === undefined) throw validationError('file_url', 'is required (or the file itself as file)')
   if (url) {
     const refused = checkFileUrl(url)
     if (refused) throw validationError('file_url', refused)
+    return { entity_type, file_type, file_url: url, file_content: null, export_spec: null }
   }
-  return { entity_type, file_type, file_url: url ?? null, file_content: input.file ?? null, export_spec: null }
+  // A file in the request is read now: one that cannot be read is refused, and the task knows its total.
+  const total_records = await countRecords(Readable.from([input.file!]), file_type, IMPORTERS[entity_type].kinds).catch((err: unknown) => {
+    throw err instanceof TaskFailure ? validationError('file', err.message) : err
+  })
+  return { entity_type, file_type, file_url: null, file_content: input.file!, export_spec: null, total_records }
 }
 
 function exportFields(deps: Deps, input: CreateTaskInput) {
@@ -76,7 +83,7 @@ function exportFields(deps: Deps, input: CreateTaskInput) {
 
 /** Records the task, PENDING; startTask (or the worker) works it. */
 export async function createTask(deps: Deps, actor: Actor, input: CreateTaskInput) {
-  const fields = input.task_type === 'IMPORT' ? importFields(input) : exportFields(deps, input)
+  const fields = input.task_type === 'IMPORT' ? await importFields(input) : exportFields(deps, input)
   const row = await transaction(deps, (tx) =>
     insertRecord<store.TaskRow>(tx, store.TASKS, actor, auditOf(deps, actor), {
       ...fields,

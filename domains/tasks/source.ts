@@ -76,15 +76,16 @@ async function kept(path: string, bytes: number | null): Promise<boolean> {
   }
 }
 
-/** The import file's text, in pieces. */
-export async function importText(deps: Deps, task: store.TaskRow): Promise<AsyncIterable<string>> {
-  if (task.file_content !== null) return Readable.from([task.file_content])
+/** The import file's text, in pieces, each time the answer is called (the file at file_url is fetched once, first). */
+export async function importSource(deps: Deps, task: store.TaskRow): Promise<() => AsyncIterable<string>> {
+  const content = task.file_content
+  if (content !== null) return () => Readable.from([content])
   const path = inputPath(deps, task.id)
   if (!(await kept(path, task.file_bytes))) {
     const bytes = await download(deps, task, path)
     await store.recordFile(deps.sql, task.id, bytes, deps.clock.now())
   }
-  return createReadStream(path, { encoding: 'utf8', highWaterMark: 256 * 1024 }) as AsyncIterable<string>
+  return () => createReadStream(path, { encoding: 'utf8', highWaterMark: 256 * 1024 }) as AsyncIterable<string>
 }
 
 /** The fetched copy is no longer needed once the import ended. */

@@ -80,11 +80,15 @@ export async function checkpoint(db: Db, id: string, from: number, batch: Checkp
   return decodeRow<TaskRow>(TASKS, row)
 }
 
+export async function recordTotal(db: Db, id: string, total: number, now: Date): Promise<void> {
+  await db`UPDATE tasks SET total_records = ${total}, heartbeat_at = ${now} WHERE id = ${id}`
+}
+
 export async function recordFile(db: Db, id: string, bytes: number, now: Date): Promise<void> {
   await db`UPDATE tasks SET file_bytes = ${bytes}, heartbeat_at = ${now} WHERE id = ${id}`
 }
 
-export async function complete(db: Db, id: string, fields: { total_records: number; processed_records?: number; successful_records?: number; error_summary: string | null }, now: Date): Promise<void> {
+export async function complete(db: Db, id: string, fields: { total_records?: number; processed_records?: number; successful_records?: number; error_summary: string | null }, now: Date): Promise<void> {
   await db`UPDATE tasks SET ${db({ ...fields, task_status: 'COMPLETED', completed_at: now, heartbeat_at: now, updated_at: now })}
     WHERE id = ${id} AND task_status = 'PROCESSING'`
 }

@@ -48,7 +48,7 @@ describe('importing customers', () => {
       'imp-c,Gamma,,,smb',
     ].join('\r\n')
     const task = await createTask(deps(), actor, { task_type: 'IMPORT', entity_type: 'customers', file_type: 'CSV', file: csv })
-    expect(task).toMatchObject({ task_status: 'PENDING', entity_type: 'CUSTOMERS', processed_records: 0 })
+    expect(task).toMatchObject({ task_status: 'PENDING', entity_type: 'CUSTOMERS', processed_records: 0, total_records: 4 })
     await runTask(deps(), task.id)
 
     expect(await getTask(deps(), actor, task.id)).toMatchObject({
@@ -104,11 +104,17 @@ describe('importing customers', () => {
     expect(await getTask(deps(), actor, task.id)).toMatchObject({ task_status: 'COMPLETED', successful_records: 2, error_summary: null })
   })
 
-  it('fails a file that cannot be read with the reason, keeping what it reported done', async () => {
-    const task = await createTask(deps(), actor, { task_type: 'IMPORT', entity_type: 'CUSTOMERS', file_type: 'CSV', file: 'external_id,name\nbad-1,One\nbad-2,"Two' })
+  it('refuses a file in the request that cannot be read, and fails one at a URL before writing any record', async () => {
+    const broken = 'external_id,name\nbad-1,One\nbad-2,"Two'
+    await expect(createTask(deps(), actor, { task_type: 'IMPORT', entity_type: 'CUSTOMERS', file_type: 'CSV', file: broken })).rejects.toMatchObject({
+      code: 'validation_error',
+      details: { file: expect.stringContaining('quoted field') },
+    })
+    served.set('/broken.csv', { body: broken })
+    const task = await createTask(deps(), actor, { task_type: 'IMPORT', entity_type: 'CUSTOMERS', file_type: 'CSV', file_url: `${base}/broken.csv` })
     await runTask(deps(), task.id, { batchSize: 1 })
-    expect(await getTask(deps(), actor, task.id)).toMatchObject({ task_status: 'FAILED', processed_records: 1, error_summary: expect.stringContaining('quoted field') })
-    expect((await customerRows('bad-')).map((r) => r.external_id)).toEqual(['bad-1'])
+    expect(await getTask(deps(), actor, task.id)).toMatchObject({ task_status: 'FAILED', processed_records: 0, error_summary: expect.stringContaining('quoted field') })
+    expect(await customerRows('bad-')).toEqual([])
   })
 })
 
