@@ -14,6 +14,7 @@ import { deliverCommunications } from '../domains/communications/service.ts'
 import { runDunning } from '../domains/dunning/service.ts'
 import { completePendingCorrections } from '../domains/usage/corrections/service.ts'
 import { runScheduledExports } from '../domains/exports/runs.ts'
+import { runOpenTasks } from '../domains/tasks/run.ts'
 import type { Job } from '../infra/scheduler.ts'
 
 // onTestClocks: the job acts on customers' records by deps.clock's time and honours deps.testClockId, so advancing
@@ -38,6 +39,8 @@ export const jobs: Job[] = [
   { name: 'billing-run', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runBilling(deps, progress)) }) },
   // Usage corrections a request left pending (stopped between Postgres and ClickHouse) are written, once.
   { name: 'usage-corrections', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps) => ({ ...(await completePendingCorrections(deps)) }) },
+  // Import and export tasks (/v1/tasks) whose process stopped before or while working them, from their checkpoint.
+  { name: 'tasks', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenTasks(deps)) }) },
   // Pricing simulations whose process stopped before or while running them (they start at once where asked).
   { name: 'pricing-simulations', schedule: '* * * * *', leaseMs: 30 * 60_000, run: async (deps) => ({ ...(await runOpenSimulations(deps)) }) },
   // invoice.payment.overdue once per finalized invoice still owing after its due date.
