@@ -1,6 +1,7 @@
 // The one CLI: `start` runs every role on embedded defaults; `api`, `ingest`, `aggregator`, `worker`
 // run one role each; `migrate` applies migrations and exits; `tenant create` adds a tenant; `jobs run`
-// runs a scheduled job now; `export` streams a CSV export of a running service to stdout.
+// runs a scheduled job now; `export` streams a CSV export of a running service to stdout; `backfill` sends a file of
+// events to a running service's bulk intake, resumable.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './core/config.ts'
 import type { NewTenant } from './domains/tenancy/tenants/service.ts'
@@ -24,6 +25,10 @@ commands:
                         (POST /v1/events/analytics/export), or with --raw every stored event (POST /v1/events/export);
                         the key from --key or METERBILL_API_KEY, the service from --url or METERBILL_URL
                         (default http://127.0.0.1:8080)
+  backfill FILE.jsonl [--batch N] [--url URL] [--key KEY]
+                        send a file of events (one JSON object a line) to a running service's bulk intake, progress
+                        on stderr; resumable: a rerun continues from FILE.jsonl.checkpoint, and events resent after a
+                        crash are stored once (docs/usage.md, "Backfill"); refused lines go to FILE.jsonl.rejected
 
 configuration is read from the environment: see docs/configuration.md`
 
@@ -213,13 +218,59 @@ async function runExport(args: string[]): Promise<void> {
   show(true)
 }
 
+const BACKFILL_USAGE = 'usage: meterbill backfill FILE.jsonl [--batch N] [--url URL] [--key KEY]'
+
+/** `meterbill backfill`: the file sent batch by batch from its checkpoint, a progress line on stderr. */
+async function runBackfill(args: string[]): Promise<void> {
+  let parsed
+  try {
+    parsed = parseArgs({ args, allowPositionals: true, options: { batch: { type: 'string' }, url: { type: 'string' }, key: { type: 'string' } } })
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${BACKFILL_USAGE}`)
+  }
+  const { values, positionals } = parsed
+  if (positionals.length !== 1) throw new UsageError(BACKFILL_USAGE)
+  const batch = values.batch === undefined ? 1000 : Number(values.batch)
+  if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new UsageError(`--batch must be 1-1000\n${BACKFILL_USAGE}`)
+  const key = values.key ?? process.env.METERBILL_API_KEY
+  if (!key) throw new UsageError(`an API key is needed: --key KEY or METERBILL_API_KEY\n${BACKFILL_USAGE}`)
+  const url = new URL('/v1/events/bulk', values.url ?? process.env.METERBILL_URL ?? 'http://127.0.0.1:8080')
+  const { backfillFile, BackfillError } = await import('./ingest/backfill-file.ts')
+  const started = Date.now()
+  const tty = process.stderr.isTTY
+  let shown = 0
+  try {
+    const done = await backfillFile(positionals[0], {
+      batch,
+      post: async (events) => {
+        const res = await fetch(url, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ events }) })
+        return { status: res.status, body: (await res.json().catch(() => ({}))) as never }
+      },
+      onProgress: (p) => {
+        const line = `${progressLine(p.offset, p.size, 'backfill')} bytes · ${p.sent.toLocaleString('en-US')} events sent · ${p.rejected} refused · ${Math.round((p.sent * 1000) / Math.max(Date.now() - started, 1))} events/s`
+        if (tty) process.stderr.write(`\r\x1b[K${line}`)
+        else if (Date.now() - shown >= 5000 || p.offset === p.size) {
+          shown = Date.now()
+          say(line)
+        }
+      },
+    })
+    if (tty) process.stderr.write('\n')
+    say(`done: ${done.sent} events sent, ${done.rejected} refused${done.rejected > 0 ? ` (see ${positionals[0]}.rejected)` : ''}`)
+  } catch (err) {
+    if (err instanceof BackfillError) throw new ExportError(err.message)
+    throw err
+  }
+}
+
 class UsageError extends Error {}
-/** A failed export: its message, exit code 1, no stack. */
+/** A failed export or backfill: its message, exit code 1, no stack. */
 class ExportError extends Error {}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
   if (command === 'export') return runExport(rest)
+  if (command === 'backfill') return runBackfill(rest)
   if (command === 'migrate') return runMigrate()
   if (command === 'tenant') return runTenant(rest)
   if (command === 'jobs') return runJobNow(rest)
