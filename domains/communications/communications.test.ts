@@ -1,7 +1,7 @@
 // Invoice email against a real SMTP server started here (test/smtp-sink.ts): the message and its headers, its PDF,
 // a retry after a 4xx reply, one message when two workers run at once, and none twice when the sender is killed
 // between the server's acceptance and the record of it.
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -10,9 +10,9 @@ import { customer } from '../../test/catalog.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { attachments, header, plainText, startSmtpSink, type SmtpSink } from '../../test/smtp-sink.ts'
 import { call, runNamedJob } from '../../test/wallets.ts'
+import { runWorkerChild } from '../../test/worker-child.ts'
 import { deliverCommunications } from './service.ts'
 
-const root = join(import.meta.dirname, '../..')
 const clock = fixedClock(new Date())
 let h: Harness
 let smtp: SmtpSink
@@ -158,21 +158,5 @@ describe('invoice email over SMTP', () => {
 })
 
 /** One run of the communications job in a process of its own, on a clock moved by `offsetMs`; null when killed. */
-function runChild(offsetMs: number): Promise<{ summary: Record<string, number>; rows: any[] } | null> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: h.config.dataDir, LOG_LEVEL: 'silent', CLICKHOUSE_DATABASE: h.config.clickhouseDatabase, SMTP_URL: smtp.url }
-  for (const name of ['CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD']) if (process.env[name]) env[name] = process.env[name]
-  if (h.config.databaseUrl) env.DATABASE_URL = h.config.databaseUrl
-  const started = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/communications-child.ts'), String(offsetMs)], { cwd: root, env })
-  child = started
-  let out = ''
-  let err = ''
-  started.stdout!.on('data', (d) => (out += d))
-  started.stderr!.on('data', (d) => (err += d))
-  return new Promise((resolve, reject) => {
-    started.on('exit', (code, signal) => {
-      if (signal === 'SIGKILL') resolve(null)
-      else if (code === 0) resolve(JSON.parse(out))
-      else reject(new Error(`worker exited with ${code}: ${err}`))
-    })
-  })
-}
+const runChild = (offsetMs: number) =>
+  runWorkerChild<{ summary: Record<string, number>; rows: any[] }>(h, 'test/communications-child.ts', [String(offsetMs)], (started) => (child = started), { SMTP_URL: smtp.url })

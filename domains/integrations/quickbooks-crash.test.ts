@@ -3,17 +3,16 @@
 // right after accepting each kind of create (customer, item, invoice, credit memo, payment), before the
 // answer reaches it. Restarted each time, the worker must end with exactly one QuickBooks record per
 // record of ours: nothing pushed twice, nothing lost.
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { D } from '../../core/money.ts'
 import { customer } from '../../test/catalog.ts'
 import { startFakeQuickbooks, type FakeQuickbooks } from '../../test/fake-quickbooks.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { call } from '../../test/wallets.ts'
+import { runWorkerChild } from '../../test/worker-child.ts'
 
-const root = join(import.meta.dirname, '../..')
 let h: Harness
 let qbo: FakeQuickbooks
 let child: ChildProcess | undefined
@@ -28,25 +27,9 @@ afterAll(async () => {
   await h?.stop().catch(() => rmSync(h.config.dataDir, { recursive: true, force: true }))
 })
 
+type Run = { summary: Record<string, number>; rows: { entity_type: string; sync_status: string; external_id: string }[] }
 /** One worker run: its output, or null when it was killed. */
-function runWorker(invoiceId: string): Promise<{ summary: Record<string, number>; rows: { entity_type: string; sync_status: string; external_id: string }[] } | null> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: h.config.dataDir, LOG_LEVEL: 'silent', CLICKHOUSE_DATABASE: h.config.clickhouseDatabase }
-  for (const name of ['CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD']) if (process.env[name]) env[name] = process.env[name]
-  if (h.config.databaseUrl) env.DATABASE_URL = h.config.databaseUrl
-  const started = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/accounting-sync-child.ts'), invoiceId], { cwd: root, env })
-  child = started
-  let out = ''
-  let err = ''
-  started.stdout!.on('data', (d) => (out += d))
-  started.stderr!.on('data', (d) => (err += d))
-  return new Promise((resolve, reject) => {
-    started.on('exit', (code, signal) => {
-      if (signal === 'SIGKILL') resolve(null)
-      else if (code === 0) resolve(JSON.parse(out))
-      else reject(new Error(`worker exited with ${code}: ${err}`))
-    })
-  })
-}
+const runWorker = (invoiceId: string) => runWorkerChild<Run>(h, 'test/accounting-sync-child.ts', [invoiceId], (started) => (child = started))
 
 describe('a worker killed after QuickBooks accepted its push', () => {
   it('is restarted into one QuickBooks record per record: none twice, none lost', async () => {
