@@ -1,5 +1,5 @@
 // A stand-in for the few Stripe endpoints the Stripe adapter calls (customers, invoices, invoice items,
-// finalize, pay, Checkout Sessions in setup mode and their setup intents), on a local port: there is no outside network here. It keeps what it was sent, honours
+// finalize, pay, Checkout Sessions in setup mode and their setup intents, billing portal sessions), on a local port: there is no outside network here. It keeps what it was sent, honours
 // Idempotency-Key like Stripe (a repeated key answers the first response), checks the secret key, and
 // can be taken down or made to fail one path, as an outage would.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -131,6 +131,11 @@ export async function startFakeStripe(secretKey: string): Promise<FakeStripe> {
       const session: FakeSession = { id, object: 'checkout.session', mode: 'setup', customer: form.customer, currency: form.currency, success_url: form.success_url, cancel_url: form.cancel_url, metadata: form.metadata ?? {}, setup_intent: setupIntent, status: 'open', url: `https://checkout.stripe.test/c/pay/${id}` }
       fake.sessions.set(id, session)
       return { status: 200, body: session }
+    }
+    if (method === 'POST' && path === '/v1/billing_portal/sessions') {
+      if (!fake.customers.has(form.customer)) return error(400, `No such customer: '${form.customer}'`)
+      const id = `bps_fake${++seq}`
+      return { status: 200, body: { id, object: 'billing_portal.session', customer: form.customer, return_url: form.return_url ?? null, url: `https://billing.stripe.test/p/session/${id}` } }
     }
     if (method === 'GET' && (m = /^\/v1\/setup_intents\/([\w-]+)$/.exec(path))) {
       if (!intents.has(m[1])) return error(404, `No such setupintent: '${m[1]}'`)

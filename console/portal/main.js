@@ -17,6 +17,22 @@ function Ended({ reason }) {
   </main>`
 }
 
+/** Where a payment provider holds the customer's cards: a button to its page (opened on click: its sessions are short-lived). */
+function PaymentMethod({ api }) {
+  const where = useApi(() => api.get('/payment-method'), [api])
+  const [error, setError] = useState()
+  if (!where.data?.provider) return null
+  const go = async () => {
+    setError(undefined)
+    try {
+      location.assign((await api.post('/payment-method')).url)
+    } catch (err) {
+      setError(err)
+    }
+  }
+  return html`<button type="button" data-payment-method onClick=${go}>Update payment method</button><${ErrorBox} error=${error} title="The payment page did not open" />`
+}
+
 function Portal({ api, onSignOut }) {
   const data = useApi(async () => {
     const [customer, usage, subscriptions, invoices, creditNotes, wallets] = await Promise.all([
@@ -41,7 +57,7 @@ function Portal({ api, onSignOut }) {
         <h1 data-customer-name>${customer.name || customer.external_id}</h1>
         <p class="muted">${customer.email ?? ''}</p>
       </div>
-      <div class="actions"><button type="button" onClick=${onSignOut}>Sign out</button></div>
+      <div class="actions"><${PaymentMethod} api=${api} /><button type="button" onClick=${onSignOut}>Sign out</button></div>
     </header>
     <${Usage} usage=${usage} history=${history.data} />
     <${ErrorBox} error=${history.error} title="The usage chart could not be loaded" />

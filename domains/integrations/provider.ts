@@ -101,6 +101,8 @@ export interface PaymentProvider {
   setupCard(connection: ProviderConnection, setup: CardSetup): Promise<SetupResult>
   /** The card of a completed setup becomes the customer's default: later invoices are charged with it. */
   saveCard(connection: ProviderConnection, setup: { setup_intent: string; provider_customer_id: string }): Promise<void>
+  /** A short-lived hosted page where the customer updates its saved payment methods (Stripe's billing portal). */
+  paymentMethodPage(connection: ProviderConnection, page: { provider_customer_id: string; return_url: string }): Promise<{ url: string }>
   /** Charges a pushed invoice's saved payment method again (dunning); a decline is an answer (payment_error), not a throw. */
   retryPayment(connection: ProviderConnection, providerInvoiceId: string, idempotencyKey: string): Promise<{ provider_status: string; payment_error: string | null }>
 }

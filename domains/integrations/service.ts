@@ -19,7 +19,7 @@ import { trackPayment } from '../invoicing/payments/service.ts'
 import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
 import type { Progress } from '../../infra/scheduler.ts'
 import { linkCustomer } from './customer-link.ts'
-import { PROVIDER_TYPES, SECRET_FIELDS, ProviderError, type PaymentProvider, type PaymentProviderType, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType, type PushResult } from './provider.ts'
+import { PAYMENT_PROVIDER_TYPES, PROVIDER_TYPES, SECRET_FIELDS, ProviderError, type PaymentProvider, type PaymentProviderType, type ProviderConnection, type ProviderNotification, type ProviderSecrets, type ProviderType, type PushResult } from './provider.ts'
 import { stripe } from './stripe.ts'
 import * as store from './store.ts'
 import { accountingSyncsOf, retryAccounting, type AccountingSyncRow } from './accounting-store.ts'
@@ -173,6 +173,48 @@ const providerConnection = (deps: Deps, row: store.ConnectionRow): ProviderConne
   api_base_url: row.api_base_url,
   secrets: unseal<ProviderSecrets>(deps.config, row.id, row.encrypted_secret_data),
 })
+
+// ---- the customer's payment method ----------------------------------------------------------------------
+
+interface PaymentAccount {
+  type: PaymentProviderType
+  row: store.ConnectionRow
+  providerCustomerId: string
+}
+
+/** The customer's account at a connected payment provider (its mapping, made when an invoice was first pushed), if any. */
+async function paymentAccount(deps: Deps, actor: Actor, customer: { integrations: { provider_type: string; provider_entity_id: string }[] }): Promise<PaymentAccount | undefined> {
+  for (const type of PAYMENT_PROVIDER_TYPES) {
+    const mapping = customer.integrations.find((m) => m.provider_type === type)
+    const row = mapping ? await connectionFor(deps, actor, type) : undefined
+    if (mapping && row) return { type, row, providerCustomerId: mapping.provider_entity_id }
+  }
+  return undefined
+}
+
+/** The provider holding the customer's payment methods; null when none is connected or the customer has no account there yet. */
+export async function paymentMethodProvider(deps: Deps, actor: Actor, customer: { integrations: { provider_type: string; provider_entity_id: string }[] }): Promise<{ provider: PaymentProviderType | null }> {
+  return { provider: (await paymentAccount(deps, actor, customer))?.type ?? null }
+}
+
+/** Opens the provider's page where the customer updates its payment method, coming back to `returnUrl`. */
+export async function paymentMethodPage(
+  deps: Deps,
+  actor: Actor,
+  customer: { integrations: { provider_type: string; provider_entity_id: string }[] },
+  returnUrl: string,
+): Promise<{ provider: PaymentProviderType; url: string }> {
+  const account = await paymentAccount(deps, actor, customer)
+  if (!account) throw new AppError('not_found', "no connected payment provider holds this customer's payment methods", {})
+  try {
+    const page = await paymentProvider(account.type).paymentMethodPage(providerConnection(deps, account.row), { provider_customer_id: account.providerCustomerId, return_url: returnUrl })
+    return { provider: account.type, url: page.url }
+  } catch (err) {
+    if (!(err instanceof ProviderError)) throw err
+    deps.logger.warn({ err, provider: account.type }, 'payment method page not opened')
+    throw new AppError('service_unavailable', `${account.type} did not open the payment method page; retry shortly`, {}, { retryAfter: 5 })
+  }
+}
 
 // ---- pushing invoices ---------------------------------------------------------------------------------
 

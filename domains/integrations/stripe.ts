@@ -197,11 +197,19 @@ async function retryPayment(connection: ProviderConnection, providerInvoiceId: s
   }
 }
 
+/** A billing portal session: Stripe's page where the customer updates its cards, back to `return_url` after. */
+async function paymentMethodPage(connection: ProviderConnection, { provider_customer_id, return_url }: { provider_customer_id: string; return_url: string }): Promise<{ url: string }> {
+  const session = await call(connection, 'POST', '/v1/billing_portal/sessions', { customer: provider_customer_id, return_url })
+  if (typeof session.url !== 'string') throw new ProviderError('stripe answered a billing portal session without a url')
+  return { url: session.url }
+}
+
 export const stripe: PaymentProvider = {
   push,
   setupCard,
   saveCard,
   retryPayment,
+  paymentMethodPage,
   verify: (headers, rawBody, secrets, now) => {
     const header = headers['stripe-signature']
     return verifySignature(Array.isArray(header) ? header[0] : header, rawBody, secrets.webhook_secret, now)

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
 import { asCustomer, openSession, seedPortal, type PortalSeed } from '../../test/portal.ts'
+import { startFakeStripe, type FakeStripe } from '../../test/fake-stripe.ts'
 
 const clock = fixedClock(new Date())
 let h: Harness
@@ -133,5 +134,34 @@ describe('a session ends', () => {
     const { token } = await openSession(h, seed.ours.external_id)
     expect((await asCustomer(h, token, 'DELETE', '/session')).body).toEqual({ revoked: true })
     expect((await asCustomer(h, token, 'GET', '/info')).status).toBe(401)
+  })
+})
+
+describe('the payment method', () => {
+  let fake: FakeStripe
+  beforeAll(async () => {
+    fake = await startFakeStripe('sk_test_portal')
+    const connection = await h.http('POST', '/v1/connections', { body: { name: 'Stripe', provider_type: 'stripe', api_base_url: fake.url, encrypted_secret_data: { stripe: { secret_key: 'sk_test_portal', webhook_secret: 'whsec_portal' } } } })
+    expect(connection.status).toBe(201)
+  })
+  afterAll(() => fake?.stop())
+
+  it("opens Stripe's billing portal for a customer with a Stripe account, coming back to the portal without the token", async () => {
+    fake.addCustomer('cus_portal')
+    const linked = await h.http('POST', '/v1/customers', { body: { external_id: `linked-${Date.now()}`, name: 'Linked', integrations: [{ provider_type: 'stripe', provider_entity_id: 'cus_portal' }] } })
+    const { token } = await openSession(h, linked.body.external_id)
+    expect((await asCustomer(h, token, 'GET', '/payment-method')).body).toEqual({ provider: 'stripe' })
+    const page = await asCustomer(h, token, 'POST', '/payment-method')
+    expect(page.body).toEqual({ provider: 'stripe', url: expect.stringMatching(/^https:\/\/billing\.stripe\.test\/p\/session\/bps_fake\d+$/) })
+    const sent = fake.requests.find((r) => r.path === '/v1/billing_portal/sessions')!
+    expect(sent.form).toEqual({ customer: 'cus_portal', return_url: `${h.baseUrl}/portal/` })
+  })
+
+  it('offers none to a customer without an account at the provider', async () => {
+    const { token } = await openSession(h, seed.ours.external_id)
+    expect((await asCustomer(h, token, 'GET', '/payment-method')).body).toEqual({ provider: null })
+    const refused = await asCustomer(h, token, 'POST', '/payment-method')
+    expect(refused.status).toBe(404)
+    expect(fake.requests.filter((r) => r.path === '/v1/billing_portal/sessions')).toHaveLength(1)
   })
 })

@@ -1,12 +1,14 @@
 // The customer portal (Flexprice's shape). An API key opens a session for a customer (GET
 // /v1/customers/portal/{external_id}); the customer's browser then calls /v1/customer/portal/… with the session
 // token in X-Session-Token, reading that one customer's billing and nothing else. Read-only: the only write a
-// session can make is ending itself.
+// session can make is ending itself. The payment method page spans the portal and integrations, side by side in
+// the domain order, so it is composed here.
 import type { ListParams } from '../../core/list.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { createPortalSession, endSession, portalActor, revokePortalSessions } from '../../domains/portal/service.ts'
 import * as read from '../../domains/portal/read.ts'
+import { paymentMethodPage, paymentMethodProvider } from '../../domains/integrations/service.ts'
 import { defineRoute, type Route } from '../route.ts'
 
 const TAG = 'Customer portal'
@@ -149,6 +151,18 @@ export const portalRoutes: Route[] = [
     summary: "A wallet's ledger, newest first",
     query: pageQuery,
     handler: async ({ deps, actor, params, query }) => toWire(await read.portalWalletTransactions(deps, portalActor(actor), params.id, paging(query))),
+  }),
+  session({
+    method: 'GET',
+    path: '/v1/customer/portal/payment-method',
+    summary: "The payment provider holding the customer's payment methods ({provider: null} when none is connected or the customer has no account there)",
+    handler: async ({ deps, actor }) => paymentMethodProvider(deps, actor, await read.portalCustomer(deps, portalActor(actor))),
+  }),
+  session({
+    method: 'POST',
+    path: '/v1/customer/portal/payment-method',
+    summary: "Opens the provider's page (Stripe's billing portal) where the customer updates its payment method: {provider, url}; it comes back to /portal/",
+    handler: async ({ deps, actor, ctx }) => paymentMethodPage(deps, actor, await read.portalCustomer(deps, portalActor(actor)), `${ctx.protocol}://${ctx.host}/portal/`),
   }),
   session({
     method: 'DELETE',

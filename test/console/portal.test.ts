@@ -1,7 +1,8 @@
 // The customer portal page in a real browser (Debian's chromium through playwright-core): a customer opens the
-// link a portal session answers and sees its own usage, invoices, credit notes and wallet, and nothing of another
-// customer's, whatever ids it tries with its session; an expired or revoked link shows a page saying so and no
-// data; customer-provided text with markup stays text. PORTAL_SCREENSHOT=<file> saves the page (docs/portal.png).
+// link a portal session answers and sees its own usage, invoices, credit notes and wallet (and, where Stripe holds
+// its cards, a way to update them), and nothing of another customer's, whatever ids it tries with its session; an
+// expired or revoked link shows a page saying so and no data; customer-provided text with markup stays text.
+// PORTAL_SCREENSHOT=<file> saves the page (docs/portal.png).
 // Callbacks run in the page take `any`: the project compiles without the DOM library, on purpose.
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -9,6 +10,7 @@ import { fixedClock } from '../../core/clock.ts'
 import { startHarness, type Harness } from '../harness.ts'
 import { openSession, seedPortal, type PortalSeed } from '../portal.ts'
 import { browserTestsRun, launch } from './browser.ts'
+import { startFakeStripe } from '../fake-stripe.ts'
 
 const SCRIPT_NAME = 'Mallory <script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
@@ -144,5 +146,22 @@ describe.skipIf(!browserTestsRun)('customer portal page', () => {
     expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined()
     expect(await page.locator('#app script, #app img').count()).toBe(0)
     expect(problems.slice(before)).toEqual([])
+  })
+
+  it("sends the customer to Stripe's page to update its payment method, where Stripe holds its account", async () => {
+    const fake = await startFakeStripe('sk_test_portal_page')
+    try {
+      await h.http('POST', '/v1/connections', { body: { name: 'Stripe', provider_type: 'stripe', api_base_url: fake.url, encrypted_secret_data: { stripe: { secret_key: 'sk_test_portal_page', webhook_secret: 'whsec_x' } } } })
+      fake.addCustomer('cus_page')
+      const linked = await h.http('POST', '/v1/customers', { body: { external_id: `linked-${Date.now()}`, name: 'Linked Ltd', integrations: [{ provider_type: 'stripe', provider_entity_id: 'cus_page' }] } })
+      const { page } = await open((await openSession(h, linked.body.external_id)).url)
+      // No network here: Stripe's page is answered in the browser.
+      await page.route('https://billing.stripe.test/**', (r) => r.fulfill({ contentType: 'text/html', body: '<title>Stripe billing portal</title>' }))
+      await page.click('[data-payment-method]')
+      await page.waitForURL(/^https:\/\/billing\.stripe\.test\/p\/session\/bps_fake\d+$/)
+      expect(fake.requests.find((r) => r.path === '/v1/billing_portal/sessions')?.form.customer).toBe('cus_page')
+    } finally {
+      await fake.stop()
+    }
   })
 })
