@@ -52,10 +52,13 @@ interface BatchOutcome {
   errors: store.RowError[]
 }
 
-/** Moves the checkpoint past the batch in `tx`, or ends the run when the task is no longer its own. */
-async function advance(tx: Tx, deps: Deps, task: store.TaskRow, batch: ImportRecord[], outcome: BatchOutcome): Promise<store.TaskRow> {
+/**
+ * Moves the checkpoint past the batch in `tx`, or ends the run when the task is no longer its own. A batch `stored`
+ * already (events in intake) is counted even on a task just stopped by hand, then the run ends.
+ */
+async function advance(tx: Tx, deps: Deps, task: store.TaskRow, batch: ImportRecord[], outcome: BatchOutcome, stored = false): Promise<store.TaskRow> {
   const failedRows = new Set(outcome.errors.map((e) => e.row)).size
-  const next = await store.checkpoint(tx, task.id, task.processed_records, { processed: batch[batch.length - 1].row, successful: outcome.successful, failed: failedRows, errors: outcome.errors }, deps.clock.now())
+  const next = await store.checkpoint(tx, task.id, task.processed_records, { processed: batch[batch.length - 1].row, successful: outcome.successful, failed: failedRows, errors: outcome.errors }, deps.clock.now(), stored)
   if (!next) throw new Interrupted()
   return next
 }
@@ -111,7 +114,9 @@ async function eventsBatch(deps: Deps, task: store.TaskRow, batch: ImportRecord[
     }
   }
   if (stopsIn(batch, options)) throw new Interrupted()
-  return transaction(deps, (tx) => advance(tx, deps, task, batch, outcome))
+  const next = await transaction(deps, (tx) => advance(tx, deps, task, batch, outcome, true))
+  if (next.task_status !== 'PROCESSING') throw new Interrupted()
+  return next
 }
 
 function summary(task: store.TaskRow): string | null {

@@ -127,8 +127,9 @@ export async function listTasks(deps: Deps, actor: Actor, { params, filters }: L
 }
 
 /**
- * PUT /v1/tasks/{id}/status: FAILED stops a waiting or running task (a running one at its next checkpoint, that
- * batch undone); PENDING runs a failed one again from its checkpoint. Answers whether the task must be started.
+ * PUT /v1/tasks/{id}/status: FAILED stops a waiting or running task (a running one at its next checkpoint: the batch
+ * in hand undone, or counted when it is events already in intake); PENDING runs a failed one again from its
+ * checkpoint. Answers whether the task must be started.
  */
 export async function updateTaskStatus(deps: Deps, actor: Actor, id: string, to: store.TaskStatus): Promise<{ message: string; start: boolean }> {
   return transaction(deps, async (tx) => {

@@ -66,12 +66,13 @@ export interface Checkpoint {
 
 /**
  * Moves the checkpoint past a batch and records its row errors, in the caller's transaction (the one that wrote the
- * batch). Answers undefined when the task is no longer this run's to work (set FAILED by hand, or claimed again).
+ * batch). Answers undefined when the task is no longer this run's to work: claimed again, or — unless the batch is
+ * already stored elsewhere (`stored`: events in intake) and must be counted — set FAILED by hand.
  */
-export async function checkpoint(db: Db, id: string, from: number, batch: Checkpoint, now: Date): Promise<TaskRow | undefined> {
+export async function checkpoint(db: Db, id: string, from: number, batch: Checkpoint, now: Date, stored = false): Promise<TaskRow | undefined> {
   const [row] = await db`UPDATE tasks SET processed_records = ${batch.processed}, successful_records = successful_records + ${batch.successful},
       failed_records = failed_records + ${batch.failed}, heartbeat_at = ${now}
-    WHERE id = ${id} AND task_status = 'PROCESSING' AND processed_records = ${from} RETURNING *`
+    WHERE id = ${id} AND processed_records = ${from} AND (task_status = 'PROCESSING' OR (${stored} AND task_status = 'FAILED')) RETURNING *`
   if (!row) return undefined
   if (batch.errors.length > 0) {
     const values = batch.errors.map((e) => ({ task_id: id, row_number: e.row, field: e.field, reason: e.reason }))

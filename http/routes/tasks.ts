@@ -137,7 +137,7 @@ export const taskRoutes: Route[] = [
     method: 'PUT',
     path: '/v1/tasks/{id}/status',
     tag: 'Tasks',
-    summary: 'FAILED stops a PENDING or PROCESSING task (its current batch undone); PENDING runs a FAILED one again from its checkpoint',
+    summary: 'FAILED stops a PENDING or PROCESSING task at its next checkpoint (the batch in hand undone, or for events already in intake, counted); PENDING runs a FAILED one again from its checkpoint',
     permission: 'write',
     readsUsage: false,
     body: { type: 'object', required: ['task_status'], additionalProperties: false, properties: { task_status: { type: 'string', enum: [...STATUSES] } } },
