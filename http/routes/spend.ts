@@ -1,13 +1,12 @@
 // Spend control: the entitlement check SDKs call before each request (with an optional reservation),
 // releasing a reservation, and a subscription's spending limit.
 import { defineRoute, type Route } from '../route.ts'
-import type { JsonSchema } from '../../core/validate.ts'
+import { nonNegativeDecimal } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { checkEntitlementOf, MAX_RESERVATION_SECONDS, releaseReservationOf, type CheckRequest } from '../../domains/credits/spend/check.ts'
 import { getSpendingLimit, putSpendingLimit } from '../../domains/credits/spend/spending-limit.ts'
 
 const TAG = 'Spend control'
-const decimalText: JsonSchema = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 40 }
 
 export const spendRoutes: Route[] = [
   defineRoute<CheckRequest>({
@@ -23,7 +22,7 @@ export const spendRoutes: Route[] = [
       properties: {
         feature_id: { type: 'string', minLength: 1 },
         feature_lookup_key: { type: 'string', minLength: 1 },
-        quantity: { anyOf: [{ type: 'number', minimum: 0 }, decimalText] },
+        quantity: { anyOf: [{ type: 'number', minimum: 0 }, nonNegativeDecimal] },
         reserve: { type: 'boolean' },
         reservation_expires_in_seconds: { type: 'integer', minimum: 1, maximum: MAX_RESERVATION_SECONDS },
       },
@@ -52,7 +51,7 @@ export const spendRoutes: Route[] = [
     tag: TAG,
     summary: "Set the subscription's spending limit per period, in its currency; null removes it",
     permission: 'write',
-    body: { type: 'object', required: ['spending_limit'], additionalProperties: false, properties: { spending_limit: { anyOf: [decimalText, { type: 'null' }] } } },
+    body: { type: 'object', required: ['spending_limit'], additionalProperties: false, properties: { spending_limit: { anyOf: [nonNegativeDecimal, { type: 'null' }] } } },
     handler: async ({ deps, actor, params, body }) => toWire(await putSpendingLimit(deps, actor, params.id, body)),
   }),
 ]

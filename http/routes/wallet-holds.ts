@@ -1,12 +1,10 @@
 // Credit holds on wallets (issue 35): create, settle, release, read. Mounted with the wallet routes.
 import { defineRoute, type Route } from '../route.ts'
-import type { JsonSchema } from '../../core/validate.ts'
-import { metadataSchema } from '../record-schema.ts'
+import { metadataSchema, nonNegativeDecimal } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import * as holds from '../../domains/credits/wallets/holds.ts'
 
 const TAG = 'Wallets'
-const decimalText: JsonSchema = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 40, description: 'a plain decimal, e.g. "17.34"' }
 
 export const holdRoutes: Route[] = [
   defineRoute<holds.CreateHoldInput>({
@@ -20,9 +18,9 @@ export const holdRoutes: Route[] = [
       type: 'object',
       additionalProperties: false,
       properties: {
-        amount: decimalText,
+        amount: nonNegativeDecimal,
         feature_id: { type: 'string', minLength: 1 },
-        quantity: decimalText,
+        quantity: nonNegativeDecimal,
         expires_in_seconds: { type: 'integer', minimum: 1, maximum: holds.MAX_HOLD_SECONDS, description: 'default 600' },
         idempotency_key: { type: 'string', minLength: 1, maxLength: 255 },
         metadata: metadataSchema,
@@ -64,7 +62,7 @@ export const holdRoutes: Route[] = [
     body: {
       type: 'object',
       additionalProperties: false,
-      properties: { amount: decimalText, quantity: decimalText, allow_overage: { type: 'boolean' } },
+      properties: { amount: nonNegativeDecimal, quantity: nonNegativeDecimal, allow_overage: { type: 'boolean' } },
     },
     handler: async ({ deps, actor, params, body }) => toWire(await holds.settleHold(deps, actor, params.id, body)),
   }),

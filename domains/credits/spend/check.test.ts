@@ -10,7 +10,7 @@ import { call, newWallet, topUp } from '../../../test/wallets.ts'
 
 const clock = fixedClock('2025-03-10T00:00:00Z')
 let h: Harness
-let calls: { id: string; event: string }
+let calls: { id: string; event: string; meterId: string }
 let flag: any
 let cus: any
 let sub: any

@@ -31,7 +31,7 @@ export interface HoldView extends Omit<HoldRow, 'status' | 'hold_status'> {
   status: HoldStatus
 }
 
-export function holdView(row: HoldRow, at: Date): HoldView {
+function holdView(row: HoldRow, at: Date): HoldView {
   const { status: _record, hold_status, ...rest } = row
   return { ...rest, status: hold_status === 'active' && row.expires_at <= at ? 'expired' : hold_status }
 }
