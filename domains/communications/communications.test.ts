@@ -4,6 +4,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixedClock } from '../../core/clock.ts'
 import { customer } from '../../test/catalog.ts'
@@ -32,6 +33,14 @@ async function finalizedInvoice(customerId: string, amount = '120.00'): Promise<
   const draft = await call(h, 'POST', '/v1/invoices', { customer_id: customerId, currency: 'USD', subtotal: amount, total: amount, amount_due: amount, line_items: [{ display_name: 'Support plan', amount, quantity: '1' }] }, 201)
   await call(h, 'POST', `/v1/invoices/${draft.id}/finalize`)
   return call(h, 'GET', `/v1/invoices/${draft.id}`)
+}
+
+/** The PDF's text as a reader sees it (pdf.js). */
+async function pdfText(bytes: Buffer): Promise<string> {
+  const doc = await getDocument({ data: new Uint8Array(bytes), verbosity: 0 }).promise
+  let text = ''
+  for (let n = 1; n <= doc.numPages; n++) for (const item of (await (await doc.getPage(n)).getTextContent()).items) if ('str' in item) text += item.str + ' '
+  return text
 }
 
 const messagesOf = async (invoiceId: string): Promise<any[]> => (await call(h, 'GET', `/v1/communications?invoice_id=${invoiceId}&kind=invoice`)).items
@@ -72,6 +81,27 @@ describe('invoice email over SMTP', () => {
     // Run again: nothing more for the same invoice.
     expect(await runNamedJob(h, 'communications')).toMatchObject({ queued: 0, attempted: 0 })
     expect(received(message.message_id)).toHaveLength(1)
+  })
+
+  it('sends a finalized credit note with its PDF, and a receipt for a payment', async () => {
+    const invoice = await finalizedInvoice(cust.id, '80.00')
+    await call(h, 'PUT', `/v1/invoices/${invoice.id}/payment`, { payment_status: 'SUCCEEDED', amount: '80.00' })
+    const note = await call(h, 'POST', '/v1/creditnotes', { invoice_id: invoice.id, reason: 'SERVICE_ISSUE', line_items: [{ invoice_line_item_id: invoice.line_items[0].id, amount: '12.50' }] }, 201)
+    await call(h, 'POST', `/v1/creditnotes/${note.id}/finalize`)
+    const numbered = await call(h, 'GET', `/v1/creditnotes/${note.id}`)
+    expect(await runNamedJob(h, 'communications')).toMatchObject({ queued: 3, sent: 3 })
+    const byKind = async (kind: string) => (await call(h, 'GET', `/v1/communications?invoice_id=${invoice.id}&kind=${kind}`)).items
+    const [credit] = await byKind('credit_note')
+    expect(credit).toMatchObject({ credit_note_id: note.id, delivery_status: 'sent', subject: `Credit note ${numbered.credit_note_number} for invoice ${invoice.invoice_number}` })
+    const [mail] = received(credit.message_id)
+    expect(plainText(mail.raw)).toContain(`We issued credit note ${numbered.credit_note_number} of 12.50 USD`)
+    const [pdf] = attachments(mail.raw)
+    expect(pdf.filename).toBe(`${numbered.credit_note_number}.pdf`)
+    const text = await pdfText(pdf.content)
+    expect(text).toContain('CREDIT NOTE')
+    expect(text).toContain('12.50 USD')
+    const [receipt] = await byKind('payment_receipt')
+    expect(plainText(received(receipt.message_id)[0].raw)).toContain(`We received 80.00 USD on ${invoice.finalized_at.slice(0, 10)} for invoice ${invoice.invoice_number}`)
   })
 
   it('retries a 4xx reply after its backoff, keeping the attempt, and sends once', async () => {

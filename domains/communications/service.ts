@@ -1,4 +1,4 @@
-// Customer email (docs/invoicing.md "Email"): finalized invoices (PDF attached), credit notes, payment receipts and
+// Customer email (docs/invoicing.md "Email"): finalized invoices and credit notes (PDF attached), payment receipts and
 // dunning reminders sent to the customer's email from the environment's sender, every message recorded with its
 // attempts. Delivery guarantee: a message is claimed (a 'sending' row with a lease, committed) before the SMTP
 // conversation, and settled after it; only the claimant settles it. So each claim sends at most once, two workers
@@ -18,6 +18,7 @@ import type { Deps } from '../../infra/deps.ts'
 import { filterConditions, listRecords, requireRecord } from '../../infra/records.ts'
 import type { Progress } from '../../infra/scheduler.ts'
 import { getCreditNote } from '../invoicing/creditnotes/service.ts'
+import { creditNotePdf } from '../invoicing/creditnotes/pdf.ts'
 import { getInvoice, type InvoiceView } from '../invoicing/invoices/read.ts'
 import { invoicePdf } from '../invoicing/invoices/pdf.ts'
 import { getPayment } from '../invoicing/payments/service.ts'
@@ -217,7 +218,7 @@ async function queue(deps: Deps, scope: Scope, source: Source, by: string): Prom
   )
 }
 
-/** The raw message of a claimed record: its templates as the environment has them now, the invoice PDF attached to invoice email. */
+/** The raw message of a claimed record: its templates as the environment has them now, the PDF attached to invoice and credit note email. */
 async function rawOf(deps: Deps, row: store.MessageRow): Promise<Buffer> {
   const scope: Scope = { tenantId: row.tenant_id, environmentId: row.environment_id }
   const settings = await settingsOf(deps, scope)
@@ -226,6 +227,10 @@ async function rawOf(deps: Deps, row: store.MessageRow): Promise<Buffer> {
   if (row.kind === 'invoice' && row.invoice_id) {
     const { invoice, pdf } = await invoicePdf(deps, systemActor(scope), row.invoice_id)
     attachments.push({ filename: `${invoice.invoice_number ?? invoice.id}.pdf`, content: pdf, contentType: 'application/pdf' })
+  }
+  if (row.kind === 'credit_note' && row.credit_note_id) {
+    const { note, pdf } = await creditNotePdf(deps, systemActor(scope), row.credit_note_id)
+    attachments.push({ filename: `${note.credit_note_number ?? note.id}.pdf`, content: pdf, contentType: 'application/pdf' })
   }
   return compose({
     from: { name: settings.from_name ?? '', address: row.from_email },

@@ -4,6 +4,8 @@ import { recordRoutes } from '../record-routes.ts'
 import { metadataSchema, nonNegativeDecimal } from '../record-schema.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import * as service from '../../domains/invoicing/creditnotes/service.ts'
+import { creditNotePdf } from '../../domains/invoicing/creditnotes/pdf.ts'
+import { sendPdf } from '../pdf-response.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
 
@@ -58,5 +60,16 @@ export const creditNoteRoutes: Route[] = [
     summary: 'What each line of an invoice can still be credited, net of earlier notes',
     permission: 'read',
     handler: async ({ deps, actor, params }) => toWire(await service.creditableOf(deps, actor, params.id)),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/creditnotes/{id}/pdf',
+    tag: 'Credit notes',
+    summary: 'The credit note as a PDF document (what its email attaches)',
+    permission: 'read',
+    handler: async ({ deps, actor, params, ctx }) => {
+      const { note, pdf } = await creditNotePdf(deps, actor, params.id)
+      return sendPdf(ctx, note.credit_note_number ?? note.id, pdf)
+    },
   }),
 ]

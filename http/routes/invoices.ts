@@ -13,6 +13,7 @@ import * as subscriptionInvoices from '../../domains/invoicing/invoices/subscrip
 import { expandUsage } from '../../domains/invoicing/invoices/usage.ts'
 import { PAYMENT_METHODS } from '../../domains/invoicing/payments/service.ts'
 import { sendInvoiceNow } from '../../domains/communications/service.ts'
+import { sendPdf } from '../pdf-response.ts'
 
 const id: JsonSchema = { type: 'string', minLength: 1 }
 const text: JsonSchema = { type: 'string', maxLength: 2000 }
@@ -243,11 +244,7 @@ export const invoiceRoutes: Route[] = [
     permission: 'read',
     handler: async ({ deps, actor, params, ctx }) => {
       const { invoice, pdf } = await invoicePdf(deps, actor, params.id)
-      ctx.status = 200
-      ctx.type = 'application/pdf'
-      ctx.set('Content-Disposition', `inline; filename="${invoice.invoice_number ?? invoice.id}.pdf"`)
-      ctx.body = pdf
-      return undefined
+      return sendPdf(ctx, invoice.invoice_number ?? invoice.id, pdf)
     },
   }),
 ]

@@ -2,15 +2,13 @@
 // period, quantity and amount, the discounts, each tax, the totals and what is still due. Amounts are
 // printed with the currency's minor digits, exactly as stored (the PDF computes nothing); a usage line whose
 // meter's feature has a reporting unit shows its quantity in that unit (core/reporting-unit.ts).
-import PDFDocument from 'pdfkit'
 import { formatMoney, type Decimal } from '../../../core/money.ts'
 import { inReportingUnit, type ReportingUnit } from '../../../core/reporting-unit.ts'
 import type { Actor } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import { reportingUnitsOfMeters } from '../../catalog/features/service.ts'
 import { getInvoice, type InvoiceView } from './read.ts'
-
-const day = (d: Date | null | undefined): string => (d ? d.toISOString().slice(0, 10) : '—')
+import { day, LEFT, pdfDocument, writeHead } from '../pdf-layout.ts'
 
 /** An invoice and its PDF, its usage lines' reporting units read from the catalog as it is now. */
 export async function invoicePdf(deps: Deps, actor: Actor, id: string): Promise<{ invoice: InvoiceView; pdf: Buffer }> {
@@ -20,35 +18,19 @@ export async function invoicePdf(deps: Deps, actor: Actor, id: string): Promise<
 }
 
 function renderPdf(invoice: InvoiceView, units: Map<string, ReportingUnit>): Promise<Buffer> {
-  const doc = new PDFDocument({ size: 'A4', margin: 50, info: { Title: `Invoice ${invoice.invoice_number ?? invoice.id}` } })
-  const chunks: Buffer[] = []
-  doc.on('data', (c: Buffer) => chunks.push(c))
-  const done = new Promise<Buffer>((resolve) => doc.on('end', () => resolve(Buffer.concat(chunks))))
+  const { doc, done } = pdfDocument(`Invoice ${invoice.invoice_number ?? invoice.id}`)
   const money = (d: Decimal) => `${formatMoney(d, invoice.currency)} ${invoice.currency}`
-  const left = 50
+  const left = LEFT
   const width = doc.page.width - 100
-
-  doc.font('Helvetica-Bold').fontSize(20).text(invoice.invoice_status === 'DRAFT' ? 'DRAFT INVOICE' : 'INVOICE', left, 50)
-  doc.font('Helvetica').fontSize(10)
-  const meta: [string, string][] = [
+  let y = writeHead(doc, invoice.invoice_status === 'DRAFT' ? 'DRAFT INVOICE' : 'INVOICE', [
     ['Invoice number', invoice.invoice_number ?? '(assigned at finalization)'],
     ['Status', `${invoice.invoice_status} / ${invoice.payment_status}`],
     ['Issue date', invoice.issue_date ?? day(invoice.finalized_at ?? invoice.created_at)],
     ['Due date', day(invoice.due_date)],
     ['Billing period', invoice.period_start ? `${day(invoice.period_start)} – ${day(invoice.period_end)}` : '—'],
-  ]
-  let y = 85
-  for (const [k, v] of meta) {
-    doc.font('Helvetica-Bold').text(k, left, y, { width: 110 }).font('Helvetica').text(v, left + 115, y)
-    y += 15
-  }
-  const c = invoice.customer
-  const address = [c?.name || c?.external_id, c?.email, c?.address_line1, c?.address_line2, [c?.address_postal_code, c?.address_city].filter(Boolean).join(' '), [c?.address_state, c?.address_country].filter(Boolean).join(', ')].filter(Boolean) as string[]
-  doc.font('Helvetica-Bold').text('Bill to', left + 320, 85)
-  doc.font('Helvetica').text(address.join('\n'), left + 320, 100, { width: 180 })
+  ], invoice.customer)
 
   // Lines: description (with period), quantity (in the reporting unit when there is one), amount.
-  y = Math.max(y, 100 + address.length * 13) + 25
   const cols = { desc: left, qty: left + 240, amount: left + 370 }
   doc.font('Helvetica-Bold')
   doc.text('Description', cols.desc, y).text('Quantity', cols.qty, y, { width: 120, align: 'right' }).text('Amount', cols.amount, y, { width: width - 370, align: 'right' })
