@@ -4,6 +4,7 @@
 // what was used and frees the rest, releasing frees it all, and an expired hold stops counting at its
 // expiry instant (the hold-expiry job then marks it and announces wallet.hold.expired).
 import { creditsForCharge, fitHold, planSettle } from '../../../core/credits/holds.ts'
+import type { WalletBalance } from '../../../core/credits/ledger.ts'
 import { invalidOperation, notFound, validationError } from '../../../core/errors.ts'
 import { parseDecimal, type Decimal } from '../../../core/money.ts'
 import { priceAmount, type PriceInput } from '../../../core/pricing/index.ts'
@@ -71,11 +72,11 @@ export interface CreateHoldInput {
   metadata?: Record<string, string>
 }
 
-/** Refuses when the available balance cannot cover `amount` (400 naming what is available); call under the wallet lock. */
-export async function refuseHeldCredits(tx: Tx, wallet: store.WalletRow, amount: Decimal, at: Date): Promise<void> {
-  const balance = (await balanceAt(tx, wallet.id, at)).credit_balance
+/** Refuses when the available balance cannot cover `amount` (400 naming what is available); call under the wallet lock. Returns what it read. */
+export async function refuseHeldCredits(tx: Tx, wallet: store.WalletRow, amount: Decimal, at: Date): Promise<{ balance: WalletBalance; held: Decimal }> {
+  const balance = await balanceAt(tx, wallet.id, at)
   const held = await heldOn(tx, wallet.id, at)
-  const fit = fitHold(balance, held, amount)
+  const fit = fitHold(balance.credit_balance, held, amount)
   if (!fit.ok) {
     throw invalidOperation(`insufficient available balance: ${fit.available.toFixed()} credits available (${held.toFixed()} held), ${amount.toFixed()} requested`, {
       available: fit.available.toFixed(),
@@ -84,6 +85,7 @@ export async function refuseHeldCredits(tx: Tx, wallet: store.WalletRow, amount:
       requested: amount.toFixed(),
     })
   }
+  return { balance, held }
 }
 
 /** POST /v1/wallets/{id}/holds. A replayed idempotency_key answers the hold it made. */
@@ -101,7 +103,7 @@ export async function createHold(deps: Deps, actor: Actor, walletId: string, inp
     const wallet = await store.lockActive(tx, actor, walletId)
     const replay = input.idempotency_key ? await findHoldByKey(tx, wallet.id, input.idempotency_key) : undefined
     if (replay) return holdView(replay, audit.at)
-    await refuseHeldCredits(tx, wallet, priced, audit.at)
+    const before = await refuseHeldCredits(tx, wallet, priced, audit.at)
     const row = await insertRecord<HoldRow>(tx, HOLDS, actor, audit, {
       wallet_id: wallet.id,
       customer_id: wallet.customer_id,
@@ -113,7 +115,7 @@ export async function createHold(deps: Deps, actor: Actor, walletId: string, inp
       metadata: input.metadata ?? {},
     })
     await announceHold(tx, actor, 'created', row, audit.at)
-    await settle(deps, tx, actor, audit, wallet)
+    await settle(deps, tx, actor, audit, wallet, { balance: before.balance, held: before.held.plus(priced) })
     return holdView(row, audit.at)
   })
 }

@@ -81,11 +81,14 @@ export async function moveAlert(tx: Tx, scope: Scope, audit: Audit, wallet: stor
   return moved
 }
 
-/** Auto top-up, then alerts, after a ledger change. Returns the wallet as it now is. */
-export async function settle(deps: Deps, tx: Tx, scope: Scope, audit: Audit, wallet: store.WalletRow): Promise<store.WalletRow> {
+/**
+ * Auto top-up, then alerts, after a ledger change. Returns the wallet as it now is. `known`: the balance and
+ * held credits as the caller already read them under this lock, after its change (a hold changes no credit).
+ */
+export async function settle(deps: Deps, tx: Tx, scope: Scope, audit: Audit, wallet: store.WalletRow, known?: { balance: WalletBalance; held: Decimal }): Promise<store.WalletRow> {
   if (wallet.wallet_status !== 'active') return wallet
-  let balance = await balanceAt(tx, wallet.id, audit.at)
-  const held = await heldOn(tx, wallet.id, audit.at)
+  let balance = known?.balance ?? (await balanceAt(tx, wallet.id, audit.at))
+  const held = known?.held ?? (await heldOn(tx, wallet.id, audit.at))
   const auto = autoTopupOf(wallet.auto_topup)
   const action = autoTopup(auto, availableCredits(balance.credit_balance, held), auto?.invoicing === true && (await store.pendingPurchases(tx, wallet.id)).some((t) => t.auto_topup))
   if (action.kind === 'direct') {
