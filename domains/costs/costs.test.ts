@@ -67,7 +67,8 @@ afterAll(() => h?.stop())
 
 const byFeature = (items: any[]) => Object.fromEntries(items.map((i) => [i.feature_id, [i.total_quantity, i.total_revenue, i.total_cost, i.margin, i.margin_percent]]))
 
-describe('cost analytics', () => {
+// Under a loaded machine the first reads (cold engines) take seconds: a generous bound, not a wait.
+describe('cost analytics', { timeout: 30_000 }, () => {
   it("prices one customer's usage with the sheet in force in each part of April", async () => {
     const r = await costs({ external_customer_id: ids.a })
     expect(r).toMatchObject({ costsheet_id: ids.sheet, currency: 'USD', total_revenue: '4', total_cost: '2.2', margin: '1.8', margin_percent: '45', roi: '0.8182', roi_percent: '81.82' })
@@ -144,7 +145,7 @@ describe('cost analytics', () => {
   })
 })
 
-describe('cost sheets', () => {
+describe('cost sheets', { timeout: 30_000 }, () => {
   it('keeps a price on a sheet that exists, of usage, and out of subscriptions', async () => {
     const missing = await h.http('POST', '/v1/prices', { body: { ...usagePrice(ids.inputMeter, '1'), entity_type: 'COSTSHEET', entity_id: 'costsheet_nope' } })
     expect(missing.status).toBe(404)

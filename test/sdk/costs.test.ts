@@ -29,7 +29,7 @@ beforeAll(async () => {
   })
 })
 
-describe('costs', () => {
+describe('costs', { timeout: 30_000 }, () => {
   it('creates a sheet, prices a meter on it, and reads it back active, by id and by search', async () => {
     const { costsheet } = await fp.costs.createCostsheet({ name: 'Inference', lookupKey: 'inference', description: 'GPU time', metadata: { vendor: 'gpu-co' } })
     expect(costsheet).toMatchObject({ name: 'Inference', lookupKey: 'inference', description: 'GPU time', metadata: { vendor: 'gpu-co' }, status: 'published' })
