@@ -16,6 +16,7 @@ import { InvoicePage } from './pages/invoice.js'
 import { CatalogPage } from './pages/catalog.js'
 import { WebhooksPage } from './pages/webhooks.js'
 import { PricingPage } from './pages/pricing.js'
+import { TestClocksPage } from './pages/test-clocks.js'
 
 function Page({ route }) {
   const [section, id] = route.parts
@@ -24,6 +25,7 @@ function Page({ route }) {
   if (section === 'invoices') return id ? html`<${InvoicePage} key=${id} id=${id} />` : html`<${InvoicesPage} />`
   if (section === 'catalog') return html`<${CatalogPage} tab=${id} />`
   if (section === 'webhooks') return html`<${WebhooksPage} />`
+  if (section === 'test-clocks') return html`<${TestClocksPage} />`
   if (section === 'pricing') return html`<${PricingPage} key=${id ?? 'new'} id=${id} />`
   return html`<${UsagePage} />`
 }

@@ -20,7 +20,7 @@ const MAX_STEPS = 20_000
  * Deps for the jobs of one step: the clock's time, the clock's customers, and every transaction stamping
  * its outbox events with the clock (a savepoint of a caller's transaction inherits the setting).
  */
-export function onClock(deps: Deps, clockId: string, at: Date): Deps {
+function onClock(deps: Deps, clockId: string, at: Date): Deps {
   const stamp = JSON.stringify({ id: clockId, frozen_time: at.toISOString() })
   const stamped = <T>(work: (tx: Tx) => Promise<T>) => async (tx: Tx) => {
     await tx`SELECT set_config('meterbill.test_clock', ${stamp}, true)`

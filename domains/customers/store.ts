@@ -11,7 +11,7 @@ export const PROVIDER_INDEX = 'entity_integration_mappings_provider'
 
 export const FILTERS: FilterSpec = filterSpec({
   in: { customer_ids: 'id', external_ids: 'external_id' },
-  eq: { external_id: 'external_id', email: 'email', address_country: 'address_country' },
+  eq: { external_id: 'external_id', email: 'email', address_country: 'address_country', test_clock_id: 'test_clock_id' },
   contains: { name: 'name' },
 })
 

@@ -10,15 +10,18 @@ const NAV = [
   ['catalog', 'Catalog'],
   ['pricing', 'Pricing'],
   ['webhooks', 'Webhooks'],
+  ['test-clocks', 'Test clocks'],
 ]
 
 export function Layout({ section, onEnvironment, onSignOut, children }) {
   const s = useSession()
   const current = s.environments.find((e) => e.id === s.environmentId)
+  // Test clocks exist outside production only.
+  const nav = NAV.filter(([id]) => id !== 'test-clocks' || current?.type !== 'production')
   return html`<div class="frame">
     <aside class="side">
       <a class="brand" href="#/usage"><span class="logo" aria-hidden="true"></span> meterbill</a>
-      <nav>${NAV.map(([id, label]) => html`<a href=${href([id])} class=${section === id ? 'on' : ''} aria-current=${section === id ? 'page' : undefined}>${label}</a>`)}</nav>
+      <nav>${nav.map(([id, label]) => html`<a href=${href([id])} class=${section === id ? 'on' : ''} aria-current=${section === id ? 'page' : undefined}>${label}</a>`)}</nav>
       <div class="who">
         <label>Environment
           <select name="environment" value=${s.environmentId ?? ''} onChange=${(e) => onEnvironment(e.currentTarget.value)}>
