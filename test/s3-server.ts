@@ -2,18 +2,9 @@
 // SigV4 signatures against its account S3RVER / S3RVER. Objects are read back from its directory, where it keeps each
 // as `<bucket>/<key>._S3rver_object`.
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
-
-interface S3rverServer {
-  run(): Promise<{ port: number }>
-  close(): Promise<void>
-}
-type S3rverClass = new (options: Record<string, unknown>) => S3rverServer
-
-/** s3rver ships no types: loaded as CommonJS with the little of it used here typed above. */
-const S3rver = createRequire(import.meta.url)('s3rver') as S3rverClass
+import S3rver from 's3rver'
 
 export const S3_CREDENTIALS = { access_key_id: 'S3RVER', secret_access_key: 'S3RVER' }
 

@@ -22,7 +22,7 @@ import { TASK_ENTITIES } from './task-entities.ts'
 import { writeExportFile, type ExportFormat } from './write.ts'
 
 /** How long after a window's end it is exported: events of its last seconds have been stored by then. */
-export const SETTLE_MS = 2 * 60_000
+const SETTLE_MS = 2 * 60_000
 /** Windows one planning pass gives a task at most (a day of 15-minute windows); the next pass plans on. */
 const WINDOWS_A_PASS = 96
 /** How long a run may hold its lease before another worker takes it over. */

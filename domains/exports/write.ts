@@ -29,7 +29,7 @@ export interface ExportSpec {
   filters?: Record<string, unknown>  // entity-specific, validated by writeExportFile (validationError naming the field)
 }
 
-export const EXPORT_ENTITIES: readonly ExportEntity[] = ['events', 'usage', 'invoices', 'credit_notes', 'wallet_transactions', 'analytics']
+const EXPORT_ENTITIES: readonly ExportEntity[] = ['events', 'usage', 'invoices', 'credit_notes', 'wallet_transactions', 'analytics']
 export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'parquet']
 
 type Progress = (rowsWritten: number) => void
