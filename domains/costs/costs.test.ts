@@ -167,9 +167,12 @@ describe('cost sheets', { timeout: 30_000 }, () => {
     expect(twice.status).toBe(409)
     const temp = (await post('/v1/costs', { name: 'Temporary' }, 201)).costsheet
     expect((await h.http('GET', '/v1/costs/active')).body.id).toBe(temp.id)
-    // With the temporary sheet active and no prices on it, April costs nothing.
-    expect((await costs({ external_customer_id: ids.a })).total_cost).toBe('0')
+    // With the temporary sheet active, only its output price counts: 10,000 × 0.0001 = 1.00; input costs nothing.
+    const tempPrice = await created(h, '/v1/prices', { ...usagePrice(ids.outputMeter, '0.0001'), entity_type: 'COSTSHEET', entity_id: temp.id })
+    expect((await costs({ external_customer_id: ids.a })).total_cost).toBe('1')
     expect((await h.http('DELETE', `/v1/costs/${temp.id}`)).body).toEqual({ id: temp.id, message: 'Costsheet deleted successfully' })
+    // Its prices went with it.
+    expect((await h.http('GET', `/v1/prices/${tempPrice.id}`)).body.status).toBe('deleted')
     expect((await h.http('GET', '/v1/costs/active')).body.id).toBe(ids.sheet)
     expect((await costs({ external_customer_id: ids.a })).total_cost).toBe('2.2')
   })
