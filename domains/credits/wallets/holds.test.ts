@@ -88,6 +88,13 @@ describe('what a hold keeps', () => {
     await ok('POST', `/v1/wallets/holds/${big.id}/release`)
   })
 
+  it('moves the balance alert on what is available: a hold drops it, its release recovers it', async () => {
+    const w = await newWallet(h, wallet.customer_id, { currency: 'EUR', initial_credits_to_load: '50', alert_settings: { alert_enabled: true, critical: { threshold: 10 } } })
+    const hold = await ok('POST', `/v1/wallets/${w.id}/holds`, { amount: '45' }, 201)
+    await ok('POST', `/v1/wallets/holds/${hold.id}/release`)
+    expect((await eventsOf(h, w.id)).filter((e) => e.startsWith('wallet.credit_balance'))).toEqual(['wallet.credit_balance.dropped', 'wallet.credit_balance.recovered'])
+  })
+
   it('settles over the hold only with allow_overage, and never past what is free', async () => {
     const hold = await ok('POST', `/v1/wallets/${wallet.id}/holds`, { amount: '10' }, 201)
     await refused('POST', `/v1/wallets/holds/${hold.id}/settle`, { amount: '10.5' }, 400, 'amount')
