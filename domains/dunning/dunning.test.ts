@@ -135,4 +135,14 @@ describe('a schedule walked day by day', () => {
     expect(await reminders(paying.inv.id)).toHaveLength(0)
     expect(await reminders(unpaid.inv.id)).toEqual([expect.objectContaining({ delivery_status: 'sent', transport: 'file' })])
   })
+
+  it('lifts a suspension when the invoice is voided', async () => {
+    await call(h, 'PUT', '/v1/dunning/settings', { steps: [{ days_after_due: 1, actions: ['suspend_entitlements'] }] })
+    const { cust, inv } = await overdueSubscriber('Noether')
+    expect(await dunning()).toMatchObject({ entered: 1, ran: 1 })
+    expect(await granted(cust.id)).toEqual([])
+    await call(h, 'POST', `/v1/invoices/${inv.id}/void`)
+    expect(await invoice(inv.id)).toMatchObject({ invoice_status: 'VOIDED', dunning_status: 'resolved' })
+    expect(await granted(cust.id)).toEqual([sso.id])
+  })
 })

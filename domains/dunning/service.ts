@@ -3,7 +3,7 @@
 // step-run row is the claim) — reminder email through communications, a payment retry through the connected
 // provider, and on the last step one final action — then the invoice moves to its next step, announced as
 // invoice.dunning.step. A payment in full at any point ends it (invoicing's dunning-state.ts, in the payment's
-// transaction); a voided invoice is resolved by the next run.
+// transaction), and so does voiding it.
 import { checkSteps, DUNNING_PRESETS, nextStep, stepAt, stepsDue, type DunningAction, type DunningStep } from '../../core/dunning.ts'
 import { AppError, validationError } from '../../core/errors.ts'
 import { DAY_MS } from '../../core/periods.ts'

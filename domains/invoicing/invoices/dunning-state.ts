@@ -1,6 +1,6 @@
 // An invoice's place in dunning, kept on the invoice so every read shows it: dunning_status, the next step's index
-// and when it falls. The schedule is run by domains/dunning (above); a payment in full, here, ends it at once and
-// lifts the entitlement suspension it caused, in the payment's transaction.
+// and when it falls. The schedule is run by domains/dunning (above); a payment in full or a void, here, ends it at
+// once and lifts the entitlement suspension it caused, in the same transaction.
 import type { Scope } from '../../../core/scope.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import { updateRecord, type Audit } from '../../../infra/records.ts'

@@ -25,6 +25,7 @@ import * as store from './store.ts'
 import { announceInvoice, lockInvoice, requireInvoice, viewOf, type InvoiceView } from './read.ts'
 import { PAID } from './payments.ts'
 import { finalizeLocked, freshSpec } from './finalize.ts'
+import { resolveDunning } from './dunning-state.ts'
 
 // ---- creating -----------------------------------------------------------------------------------------
 
@@ -331,7 +332,8 @@ export async function voidInvoice(deps: Deps, actor: Actor, id: string): Promise
     if (await store.hasLiveCreditNotes(tx, actor, id)) throw invalidOperation(`invoice ${id} has credit notes: void them first`)
     await returnPrepaidCredits(deps, tx, actor, invoice)
     const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, actor, id, { invoice_status: 'VOIDED', voided_at: audit.at }, { audit })
-    return announceInvoice(tx, actor, 'invoice.update.voided', row)
+    // Nothing is owed any more: dunning ends and a suspension it caused is lifted.
+    return announceInvoice(tx, actor, 'invoice.update.voided', await resolveDunning(tx, actor, audit, row))
   })
 }
 
