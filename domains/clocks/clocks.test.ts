@@ -34,6 +34,7 @@ async function untilReady(id: string) {
 }
 
 let plan: string
+let meterId: string
 let eventName: string
 
 beforeAll(async () => {
@@ -42,6 +43,7 @@ beforeAll(async () => {
   key = sandbox.body.api_key
   eventName = `calls-${Date.now()}`
   const meter = await ok('POST', '/v1/meters', { name: 'Calls', event_name: eventName, aggregation: { type: 'SUM', field: 'n' } })
+  meterId = meter.id
   plan = (
     await ok('POST', '/v1/plans', {
       name: 'Pro',
@@ -149,6 +151,9 @@ describe('test clocks', () => {
     const res = await call('POST', '/v1/events', { event_name: eventName, external_customer_id: customer.external_id, timestamp: at(70), properties: { n: 2 } })
     expect(res.status).toBe(202)
     expect(await eventLogOf(h.running.deps)?.settled(30_000)).not.toBe(false)
+    const usage = await ok('POST', '/v1/events/usage/meter', { meter_id: meterId, external_customer_id: customer.external_id, start_time: T0, end_time: at(80) })
+    // 4 at the clock's start and 2 ahead of the wall clock; the refused one is not there.
+    expect(usage.value).toBe('6')
   })
 
   it("deletes the clock with its customers and all of theirs, for good", async () => {
