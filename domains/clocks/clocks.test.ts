@@ -7,6 +7,8 @@ import { eventLogOf } from '../../infra/event-log.ts'
 import { runBilling } from '../invoicing/invoices/run.ts'
 import { advanceSubscriptions } from '../subscriptions/lifecycle.ts'
 import { processCreditGrants } from '../credits/grants/service.ts'
+import { deliverNew } from '../webhooks/delivery.ts'
+import { createServer } from 'node:http'
 
 let h: Harness
 let key: string
@@ -119,6 +121,18 @@ describe('test clocks', () => {
   it('runs the trial end, each period end and its invoice, the grants and their webhooks at their instants, while a wall-clock billing run goes on', async () => {
     // Trial to Mar 15, then Mar 15–Apr 15 and Apr 15–May 15 billed in arrears.
     const target = '2027-05-16T00:00:00.000Z'
+    const received: { event_type: string; test_clock?: { id: string; frozen_time: string } }[] = []
+    const receiver = createServer((req, res) => {
+      let body = ''
+      req.on('data', (c) => (body += c))
+      req.on('end', () => {
+        received.push(JSON.parse(body))
+        res.end('ok')
+      })
+    })
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r))
+    const port = (receiver.address() as { port: number }).port
+    await ok('POST', '/v1/webhooks/endpoints', { url: `http://127.0.0.1:${port}/hooks`, filter_types: ['subscription.activated', 'invoice.update.finalized'] })
     const started = await ok('POST', `/v1/test_clocks/${clock.id}/advance`, { frozen_time: target })
     expect(started.status).toBe('advancing')
     expect(started.status_details.advancing.target_frozen_time).toBe(target)
@@ -145,6 +159,12 @@ describe('test clocks', () => {
     const types = events.map((e) => e.event_type)
     expect(types, types.join()).toEqual(expect.arrayContaining(['subscription.activated', 'subscription.renewal.due', 'invoice.update.finalized', 'invoice.payment.overdue', 'wallet.transaction.created']))
     expect(events.every((e) => e.created_at >= new Date(T0) && e.created_at <= new Date(target))).toBe(true)
+    // Delivered as usual by the wall clock's delivery job, stamped with the clock's time.
+    await deliverNew(h.running.deps, () => {})
+    receiver.close()
+    const activated = received.find((e) => e.event_type === 'subscription.activated')
+    expect(activated?.test_clock).toEqual({ id: clock.id, frozen_time: at(14) })
+    expect(received.filter((e) => e.event_type === 'invoice.update.finalized').length).toBeGreaterThanOrEqual(2)
   })
 
   it("takes events up to the clock's new time, and usage reads them", async () => {
