@@ -21,7 +21,8 @@ import { features } from '../../catalog/features/service.ts'
 import { auditOf, everyItem, transaction } from '../../records/service.ts'
 import { customerEntitlements } from '../../subscriptions/entitlements.ts'
 import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
-import { meterUsage } from '../../usage/queries/service.ts'
+import { meterUsageByCustomer } from '../../usage/queries/service.ts'
+import { requireCustomer } from '../../customers/service.ts'
 import { limitedSpendings } from './spending-limit.ts'
 import * as store from './store.ts'
 
@@ -82,13 +83,65 @@ function quantityOf(value: number | string): Decimal {
   return q
 }
 
+/**
+ * Stored usage of one meter and period for many customers in one query (meterUsageByCustomer): the first load
+ * runs at once, loads asked while a query runs wait for the next one, together. A check's cache misses then
+ * cost one ClickHouse read per batch instead of one per customer, and nothing waits for a timer.
+ */
+class UsageBatch {
+  private queued = new Map<string, { resolve(d: Decimal): void; reject(err: unknown): void }[]>()
+  private running = false
+  constructor(private readonly query: (externalIds: string[]) => Promise<Map<string, Decimal>>) {}
+
+  load(externalId: string): Promise<Decimal> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.queued.get(externalId) ?? []
+      waiting.push({ resolve, reject })
+      this.queued.set(externalId, waiting)
+      if (!this.running) void this.drain()
+    })
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true
+    while (this.queued.size > 0) {
+      const batch = this.queued
+      this.queued = new Map()
+      try {
+        const found = await this.query([...batch.keys()])
+        for (const [id, waiting] of batch) for (const w of waiting) w.resolve(found.get(id) ?? new D(0))
+      } catch (err) {
+        for (const waiting of batch.values()) for (const w of waiting) w.reject(err)
+      }
+    }
+    this.running = false
+  }
+}
+
+const batches = new WeakMap<Deps, Map<string, UsageBatch>>()
+
+function usageBatch(deps: Deps, actor: Actor, meterId: string, sub: SubscriptionRow): UsageBatch {
+  let mine = batches.get(deps)
+  if (!mine) batches.set(deps, (mine = new Map()))
+  const key = JSON.stringify([actor.tenantId, actor.environmentId, meterId, sub.current_period_start.getTime(), sub.current_period_end.getTime()])
+  let batch = mine.get(key)
+  if (!batch) {
+    const range = { meterId, start: sub.current_period_start, end: sub.current_period_end, billed: true }
+    mine.set(key, (batch = new UsageBatch(async (externalCustomerIds) => {
+      const found = await meterUsageByCustomer(deps, actor, { ...range, externalCustomerIds })
+      return new Map([...found].map(([id, r]) => [id, r.value]))
+    })))
+  }
+  return batch
+}
+
 /** Usage of the meter in the subscription's current period; reused only while the event log has acknowledged nothing since. */
-function storedUsage(deps: Deps, actor: Actor, meterId: string, customerId: string, sub: SubscriptionRow): Promise<Decimal> {
+async function storedUsage(deps: Deps, actor: Actor, meterId: string, customerId: string, sub: SubscriptionRow): Promise<Decimal> {
   const acknowledged = eventLogOf(deps)?.syncs ?? 0
   const key = [actor.tenantId, actor.environmentId, meterId, customerId, sub.current_period_start.getTime(), acknowledged]
   return cached(deps, 'usage', key, async () => {
-    const read = await meterUsage(deps, actor, { meterId, customerId, start: sub.current_period_start, end: sub.current_period_end, billed: true })
-    return read.value
+    const customer = await cached(deps, 'customer', [actor.tenantId, actor.environmentId, customerId], () => requireCustomer(deps, actor, customerId))
+    return usageBatch(deps, actor, meterId, sub).load(customer.external_id)
   })
 }
 
