@@ -169,6 +169,17 @@ describe('invoice email over SMTP', () => {
     expect(received(message.message_id)).toHaveLength(0)
   })
 
+  it("keeps another tenant out of these messages and invoices (404, nothing sent)", async () => {
+    const other = (await h.newTenant()).apiKey
+    const [message] = (await call(h, 'GET', '/v1/communications?kind=invoice&limit=1')).items
+    const sent = smtp.messages.length
+    expect((await h.http('GET', `/v1/communications/${message.id}`, { key: other })).status).toBe(404)
+    expect((await h.http('GET', '/v1/communications', { key: other })).body.items).toEqual([])
+    expect((await h.http('GET', `/v1/invoices/${message.invoice_id}/dunning`, { key: other })).status).toBe(404)
+    expect((await h.http('POST', `/v1/invoices/${message.invoice_id}/comms/trigger`, { key: other })).status).toBe(404)
+    expect(smtp.messages).toHaveLength(sent)
+  })
+
   it('never sends twice when the sender is killed between the server accepting and the record (at most once per claim)', async () => {
     const invoice = await finalizedInvoice(cust.id, '99.00')
     // The worker processes take the database over: the API's process lets it go.
