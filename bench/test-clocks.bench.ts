@@ -22,7 +22,7 @@ const CUSTOMERS = Number(process.env.BENCH_CLOCK_CUSTOMERS ?? 100)
 const EVENTS_PER_MONTH = 10
 const T0 = Date.UTC(2025, 0, 1)
 const TARGET = new Date(Date.UTC(2026, 0, 1, 1))
-const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('clocks'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' }
+const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATA_DIR: benchDataDir('clocks'), KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0', METRICS_PORT: '0' }
 const running = await startRoles(loadConfig(env), ['api', 'ingest'])
 const { deps } = running
 const tenant = running.bootstrap!
@@ -92,6 +92,6 @@ One advance from ${new Date(T0).toISOString().slice(0, 10)} to ${TARGET.toISOStr
 | 12 months, ${fmt(CUSTOMERS)} customers | ${fmt(counts.steps)} | ${fmt(counts.invoices)} | ${fmt(counts.finalized)} | ${fmt(counts.applications)} | ${fmt(counts.expiries)} | ${fmt(seconds, 1)} | ≤ 10 s ${seconds <= 10 ? 'met' : 'missed'} |
 
 Each step is one instant at which something is due for the clock's customers (period ends, grace-period finalizations,
-grant applications, credit expiries, overdue dates); at each, the seven jobs marked onTestClocks run for the clock's
-customers only.`)
+grant applications, credit expiries, overdue dates); at each, the ${clockJobs.length} jobs marked onTestClocks
+(${clockJobs.map((j) => j.name).join(', ')}) run for the clock's customers only.`)
 process.exit(0)
