@@ -59,7 +59,7 @@ const view = (r: store.CorrectionRow): CorrectionView => ({
 })
 
 /** One item's outcome: applied (201), unchanged (200: the same item was applied before), or failed with its error. */
-export interface ItemResult {
+interface ItemResult {
   index: number
   event_id: string
   status: 'applied' | 'unchanged' | 'failed'
@@ -101,12 +101,18 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
   return out
 }
 
+/** What a request already read of the events it corrects, for `complete` not to read it again. */
+interface Read {
+  keys: Map<string, store.StoredKey>
+  usage: Map<string, store.StoredUsage>
+}
+
 /**
  * Writes to ClickHouse what pending corrections have not written yet and marks them applied: the cancel rows of the
  * events they cancel and the events amends store. Safe to run again at any point: what landed is looked up first, and
  * a retried insert carries the same deduplication token.
  */
-async function complete(deps: Deps, rows: store.CorrectionRow[]): Promise<void> {
+async function complete(deps: Deps, rows: store.CorrectionRow[], read?: Read): Promise<void> {
   const pending = rows.filter((r) => r.status === 'pending')
   if (pending.length === 0) return
   const token = `corrections/${digest(pending.map((r) => r.id).sort())}`
@@ -116,8 +122,8 @@ async function complete(deps: Deps, rows: store.CorrectionRow[]): Promise<void> 
     const scope = { tenantId: group[0].tenant_id, environmentId: group[0].environment_id }
     const cancelled = await store.landed(deps.ch, 'event_cancellations', scope, group.map((r) => r.cancelled_id))
     const toCancel = group.filter((r) => !cancelled.has(r.cancelled_id))
-    const keys = await store.storedKeys(deps.ch, scope, toCancel.map((r) => r.cancelled_id))
-    const usage = await store.storedUsage(deps.ch, scope, [...keys.values()])
+    const keys = read?.keys ?? (await store.storedKeys(deps.ch, scope, toCancel.map((r) => r.cancelled_id)))
+    const usage = read?.usage ?? (await store.storedUsage(deps.ch, scope, [...keys.values()]))
     for (const r of toCancel) {
       // A key gone since the correction was recorded (past the dedup window): the record tells where its rows are.
       const key = keys.get(r.cancelled_id) ?? { event_id: r.cancelled_id, external_customer_id: r.external_customer_id, event_name: r.event_name, timestamp: chDateTime(r.event_timestamp), expires_at: '' }
@@ -250,7 +256,7 @@ export async function applyCorrections(deps: Deps, actor: Actor, items: Correcti
     results.push(same ? { index: p.index, event_id: eventId, status: 'unchanged', http_status_code: 200, correction: view(same) } : failure(p.index, eventId, new AppError('version_conflict', `event ${eventId} was corrected by another request meanwhile; read GET /v1/events/corrections and send again`, { event_id: eventId })))
   }
   try {
-    await complete(deps, recorded)
+    await complete(deps, recorded, { keys, usage })
   } catch (err) {
     deps.logger.warn({ err }, 'usage corrections recorded but not yet written to ClickHouse')
     throw new AppError('service_unavailable', 'the corrections are recorded but their usage is not written yet; send the same request again to finish them (nothing is applied twice)', {}, { retryAfter: 1 })
