@@ -38,9 +38,11 @@ export const structureOf = (columns: readonly ExportColumn[]): string => columns
 
 /**
  * Parquet pages compressed with Snappy: every Parquet reader has it (ClickHouse's default, ZSTD, is missing from some,
- * hyparquet without its plugins among them), at a file ~1.3× ZSTD's size.
+ * hyparquet without its plugins among them). Row groups of 100,000 rows: ClickHouse encodes several at once and holds
+ * each whole, so its default of 1,000,000 made memory grow with the file (6M usage rows: +509 MB peak RSS against
+ * +122 MB for 600,000); at 100,000, +179 MB against +102 MB.
  */
-export const PARQUET_SETTINGS = "output_format_parquet_compression_method = 'snappy'"
+export const PARQUET_SETTINGS = "output_format_parquet_compression_method = 'snappy', output_format_parquet_row_group_size = 100000"
 
 const isoInstant = (col: string) => `formatDateTime(${col}, '%Y-%m-%dT%H:%i:%S.%fZ')`
 
