@@ -39,9 +39,8 @@ export interface UpdateScheduledTaskInput {
   version?: number
 }
 
-export type ScheduledTaskView = Omit<store.TaskRow, 'encrypted_secret_data' | 'watermark'> & {
-  /** The end of the last window planned: the next window starts here. */
-  watermark: Date
+/** A task as the API shows it: no credentials, whether it holds some; `watermark` is where its next window starts. */
+export type ScheduledTaskView = Omit<store.TaskRow, 'encrypted_secret_data'> & {
   has_credentials: boolean
   runs?: RunView[]
 }

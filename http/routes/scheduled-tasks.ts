@@ -38,7 +38,6 @@ const jobConfig: JsonSchema = {
 const SDK_JOB = 'subscription-lifecycle'
 
 export const scheduledTaskRoutes: Route[] = [
-  // Before the record routes: POST /v1/tasks/scheduled/{id} is not one, but keep static paths first as api-routes does.
   defineRoute({
     method: 'POST',
     path: '/v1/tasks/scheduled/schedule-update-billing-period',
