@@ -101,6 +101,8 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.planSync = (await post(`/v1/plans/${ids.plan2}/sync/subscriptions`, {})).id
   // An export task (an import would write records in the background while the suites count rows).
   ids.task = (await post('/v1/tasks', { task_type: 'EXPORT', entity_type: 'INVOICES', file_type: 'CSV', ...RANGE() })).id
+  // A scheduled export to a directory under DATA_DIR/exports (it exports only when run).
+  ids.scheduledTask = (await post('/v1/tasks/scheduled', { entity_type: 'invoice', interval: 'daily', job_config: { local_directory: 'world' } })).id
   ids.simulation = (await post('/v1/pricing/simulations', { name: unique('sim'), ...RANGE(), candidate: { price_overrides: [{ price_id: ids.price, amount: '0.02' }] } })).id
   // Test clocks exist in sandbox environments only: a production world's is an id no environment has.
   const clock = await h.http('POST', '/v1/test_clocks', { key, body: { name: unique('clock'), frozen_time: inDays(0) } })
@@ -288,6 +290,12 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     ],
     'POST /v1/tasks': [{ task_type: 'EXPORT', entity_type: 'CREDIT_NOTES', file_type: 'PARQUET', file_name: 'notes.parquet', metadata: { a: 'b' }, filters: {}, ...RANGE() }],
     'PUT /v1/tasks/{id}/status': [{ task_status: 'FAILED' }],
+    'POST /v1/tasks/scheduled': [{ entity_type: 'events', interval: 'hourly', connection_id: 'conn_any', job_config: { local_directory: 'world2', format: 'csv', compression: 'gzip' } }],
+    'POST /v1/tasks/scheduled/search': [{ limit: 5 }],
+    'PUT /v1/tasks/scheduled/{id}': [{ enabled: true }],
+    'DELETE /v1/tasks/scheduled/{id}': [{}],
+    'POST /v1/tasks/scheduled/{id}/run': [{ ...RANGE() }],
+    'POST /v1/tasks/scheduled/schedule-update-billing-period': [{}],
     'PUT /v1/communications/settings': [{ from_email: 'billing@example.com', from_name: 'World', auto_send: { invoice: false }, templates: { invoice: { subject: 'Invoice {{invoice_number}}', html: null } } }],
     'PUT /v1/dunning/settings': [{ steps: [{ days_after_due: 3, actions: ['reminder_email', 'retry_payment'] }, { days_after_due: 10, actions: ['suspend_entitlements'] }] }, { preset: 'gentle' }],
     // The customer portal's lists (a session's calls: with an API key they answer 401).
@@ -372,6 +380,7 @@ const ID_KIND: [string, string][] = [
   ['/v1/pricing/simulations/', 'simulation'],
   ['/v1/test_clocks/', 'testClock'],
   ['/v1/subscription-schedules/', 'schedule'],
+  ['/v1/tasks/scheduled/', 'scheduledTask'],
   ['/v1/tasks/', 'task'],
   ['/v1/communications/', 'communication'],
   ['/v1/v1/subscription-schedules/', 'schedule'],
