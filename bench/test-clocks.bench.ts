@@ -85,7 +85,7 @@ report(`## Test clocks: a year of monthly billing in one advance
 ${machine}. ${fmt(CUSTOMERS)} customers on one sandbox test clock, each with a subscription (a fixed monthly line in arrears and
 a usage line over ${12 * EVENTS_PER_MONTH} events), the plan's monthly credit grant (credits expiring at the cycle's end) and a wallet.
 One advance from ${new Date(T0).toISOString().slice(0, 10)} to ${TARGET.toISOString().slice(0, 16)}Z, timed from the call to the clock's
-\`ready\`, embedded engines (PGlite, chDB). Setup ${fmt(setupSeconds, 1)} s.
+\`ready\`, Postgres ${deps.engines.postgres === 'pglite' ? 'embedded (PGlite)' : 'a server on the same machine'}, chDB. Setup ${fmt(setupSeconds, 1)} s.
 
 | advance | steps | invoices (total > 0) | finalized | grant applications | credit expiries | seconds | aim |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |
