@@ -296,6 +296,7 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'DELETE /v1/tasks/scheduled/{id}': [{}],
     'POST /v1/tasks/scheduled/{id}/run': [{ ...RANGE() }],
     'POST /v1/tasks/scheduled/schedule-update-billing-period': [{}],
+    'POST /v1/communications/search': [{ customer_id: ids.customer, kind: 'invoice', delivery_status: 'skipped', limit: 5 }],
     'PUT /v1/communications/settings': [{ from_email: 'billing@example.com', from_name: 'World', auto_send: { invoice: false }, templates: { invoice: { subject: 'Invoice {{invoice_number}}', html: null } } }],
     'PUT /v1/dunning/settings': [{ steps: [{ days_after_due: 3, actions: ['reminder_email', 'retry_payment'] }, { days_after_due: 10, actions: ['suspend_entitlements'] }] }, { preset: 'gentle' }],
     // The customer portal's lists (a session's calls: with an API key they answer 401).

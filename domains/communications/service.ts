@@ -279,7 +279,12 @@ export async function deliverCommunications(deps: Deps, progress: Progress = () 
   let queued = 0
   for (const c of await store.unsentRecords(deps.sql, new Date(now.getTime() - LOOKBACK_MS), BATCH)) {
     const scope: Scope = { tenantId: c.tenant_id, environmentId: c.environment_id }
-    if (await queue(deps, scope, await sourceOf(deps, scope, c.kind, c.id), 'system')) queued += 1
+    try {
+      if (await queue(deps, scope, await sourceOf(deps, scope, c.kind, c.id), 'system')) queued += 1
+    } catch (err) {
+      // One record that cannot be read must not hold up everyone else's mail; it is tried again next run.
+      deps.logger.error({ err, kind: c.kind, id: c.id }, 'a message could not be queued')
+    }
   }
   const due = await store.dueMessages(deps.sql, now, BATCH)
   const summary: RunSummary = { queued, attempted: due.length, expired_claims: expired.retried, unknown: expired.unknown }

@@ -161,7 +161,7 @@ async function advance(deps: Deps, scope: Scope, id: string, steps: DunningStep[
 }
 
 /** The dunning job: invoices enter their schedules, then every due step runs. */
-export async function runDunning(deps: Deps, progress: Progress = () => {}): Promise<Record<Outcome | 'entered' | 'attempted', number>> {
+export async function runDunning(deps: Deps, progress: Progress = () => {}): Promise<Record<Outcome | 'entered' | 'attempted' | 'failed', number>> {
   const now = deps.clock.now()
   const settings = new Map<string, SettingsView>()
   const stepsOf = async (scope: Scope) => {
@@ -175,10 +175,16 @@ export async function runDunning(deps: Deps, progress: Progress = () => {}): Pro
     await enter(deps, scope, row.id, await stepsOf(scope))
   }
   const due = await store.due(deps.sql, now, BATCH, inReach(deps.sql, deps, 'i.customer_id'))
-  const summary = { entered: entering.length, attempted: due.length, resolved: 0, ran: 0, rescheduled: 0 }
+  const summary = { entered: entering.length, attempted: due.length, resolved: 0, ran: 0, rescheduled: 0, failed: 0 }
   for (const [i, row] of due.entries()) {
     const scope = { tenantId: row.tenant_id, environmentId: row.environment_id }
-    summary[await advance(deps, scope, row.id, await stepsOf(scope), now)] += 1
+    try {
+      summary[await advance(deps, scope, row.id, await stepsOf(scope), now)] += 1
+    } catch (err) {
+      // One invoice that cannot move on must not hold up the others; it is due again at the next run.
+      deps.logger.error({ err, invoice_id: row.id }, 'a dunning step could not run')
+      summary.failed += 1
+    }
     progress(i + 1, due.length)
   }
   return summary
