@@ -72,6 +72,8 @@ const customer = (i: number) => seeded.customers[i % seeded.customers.length]
 const cases: { label: string; op: (i: number) => Promise<unknown> }[] = [
   { label: 'baseline: entitlement lookup, one feature (`GET …/entitlements?feature_ids=`)', op: (i) => send('GET', `/v1/customers/${customer(i)}/entitlements?feature_ids=${seeded.feature}`, undefined, 200) },
   { label: 'check (`POST …/entitlements/check`, hard limit, quantity 2,000)', op: (i) => send('POST', `/v1/customers/${customer(i)}/entitlements/check`, { feature_id: seeded.feature, quantity: 2000 }, 200) },
+  { label: 'baseline: entitlement lookup, one customer (caches warm)', op: () => send('GET', `/v1/customers/${customer(0)}/entitlements?feature_ids=${seeded.feature}`, undefined, 200) },
+  { label: 'check, one customer (caches warm)', op: () => send('POST', `/v1/customers/${customer(0)}/entitlements/check`, { feature_id: seeded.feature, quantity: 2000 }, 200) },
   { label: 'baseline: manual debit of 1 credit, one wallet', op: () => send('POST', `/v1/wallets/${seeded.wallet}/debit`, { credits: '1' }, 200) },
   {
     label: 'hold of 20 credits + settle of 17.34, one wallet (a pair)',
