@@ -283,6 +283,8 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'PUT /v1/connections/{id}': [{ name: 'Renamed connection' }],
     'POST /v1/connections/search': [{ limit: 5 }],
     'POST /v1/events': [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 1 } }],
+    // An unknown id: answered per item (404), so the world's usage stays as the other samples expect it.
+    'POST /v1/events/corrections': [{ items: [{ event_id: unique('no-such-event'), action: 'cancel', reason: 'sample' }] }],
     'POST /v1/events/bulk': [{ events: [{ event_name: names.event, external_customer_id: names.customer, properties: { n: 2 } }] }],
     'POST /v1/pricing/simulations': [
       { name: unique('sim'), ...RANGE(), customer_ids: [ids.customer], candidate: { price_overrides: [{ price_id: ids.price, billing_model: 'TIERED', tier_mode: 'SLAB', tiers: [{ up_to: 10, unit_amount: '0.01' }, { up_to: null, unit_amount: '0.005' }], allowance: 5 }] } },
