@@ -41,7 +41,7 @@ describe.each(modes)('usage reconciliation, $mode mode', ({ kafka, skip }) => {
     await h?.stop()
   })
 
-  it.skipIf(skip)('counts each event received, stored, dropped, rejected, counted and billed', async () => {
+  it.skipIf(skip)('counts each event received, stored, dropped, rejected, corrected, counted, billed and unsettled', async () => {
     const calls = await readyMeter(h, { name: 'Calls', event_name: 'call', aggregation: { type: 'COUNT' } })
     const euCalls = await readyMeter(h, { name: 'EU calls', event_name: 'call', aggregation: { type: 'COUNT' }, filters: [{ key: 'region', values: ['eu'] }] })
     const p = await plan(h, { prices: [usagePrice(calls, '0.10', { display_name: 'Calls' })] })
@@ -92,6 +92,13 @@ describe.each(modes)('usage reconciliation, $mode mode', ({ kafka, skip }) => {
     expect(meters[calls]).toMatchObject({ meter_name: 'Calls', event_name: 'call', received: 5 + rejected, stored: 4, duplicates: 1, rejected, counted: 4, billed: 3, billed_quantity: '3' })
     // The EU meter reads the same events of its name, counts the EU ones (c1, c3, late) and is on no invoice.
     expect(meters[euCalls]).toMatchObject({ received: 5 + rejected, stored: 4, duplicates: 1, rejected, counted: 3, billed: 0, billed_quantity: '0', invoices: [] })
+    // The late call is unsettled: counted in the billed window, not billed.
+    expect(meters[calls]).toMatchObject({ corrected: 0, unsettled: 1 })
+    // c2, billed, cancelled after the invoice: counted 3, still billed 3 (what the invoice saw), corrected 1, and nothing
+    // unsettled in count (the late call +1, the cancelled one −1).
+    const cancel = await h.http('POST', '/v1/events/corrections', { body: { items: [{ event_id: 'c2', action: 'cancel', reason: 'test call' }] } })
+    expect(cancel.body.items[0].status, JSON.stringify(cancel.body)).toBe('applied')
+    expect((await byMeter())[calls]).toMatchObject({ stored: 4, corrected: 1, counted: 3, billed: 3, unsettled: 0 })
 
     // Outside the period: nothing. Bad input: 400 naming the field; an unknown customer: 404; another tenant: 404.
     const empty = await h.http('GET', `/v1/customers/${cus.id}/usage/reconciliation?start_time=2020-01-01T00:00:00Z&end_time=2020-02-01T00:00:00Z&meter_ids=${calls}`)
