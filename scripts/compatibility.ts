@@ -62,10 +62,13 @@ function sdkOperations(): Operation[] {
   return ops
 }
 
-/** The methods the SDK suite calls (`.createCustomer(`): each is a round trip through the SDK, answer parsed by its models. */
-function drivenMethods(): Set<string> {
-  const suite = readdirSync(SDK_SUITE).filter((f) => f.endsWith('.test.ts')).map((f) => read(join(SDK_SUITE, f))).join('\n')
-  return new Set(all(/\.(\w+)\(/g, suite).map(([, name]) => name))
+/** The methods the SDK suite calls (`.createCustomer(`), each with the test files calling it (`test/sdk/<name>.test.ts`): each call is a round trip through the SDK, answer parsed by its models. */
+function drivenMethods(): Map<string, string[]> {
+  const callers = new Map<string, string[]>()
+  for (const file of readdirSync(SDK_SUITE).filter((f) => f.endsWith('.test.ts')).sort()) {
+    for (const name of new Set(all(/\.(\w+)\(/g, read(join(SDK_SUITE, file))).map(([, n]) => n))) callers.set(name, [...(callers.get(name) ?? []), `test/sdk/${file}`])
+  }
+  return callers
 }
 
 const segments = (path: string): string[] => path.split('/').filter(Boolean)
@@ -106,8 +109,6 @@ const unquote = (cell: string): string => cell.replace(/^`|`$/g, '').replace(/^\
 
 interface Group {
   heading: string
-  /** What follows the counts in the heading (` — the suite that calls it`). */
-  suffix: string
   /** Text between the heading and the table, and after the table, kept as written. */
   before: string[]
   after: string[]
@@ -140,9 +141,9 @@ function parse(page: string): Page {
   let group: Group | undefined
   let table: string[] | undefined
   for (const line of sections) {
-    const heading = /^### (\w+)(?: \(\d+ of \d+\))?(.*)$/.exec(line)
+    const heading = /^### (\w+)/.exec(line)
     if (heading) {
-      group = { heading: heading[1], suffix: heading[2], before: [], after: [] }
+      group = { heading: heading[1], before: [], after: [] }
       table = undefined
       parsed.groups.set(group.heading, group)
     } else if (line.startsWith('|')) {
@@ -202,14 +203,14 @@ export function compatibilityPage(page: string, routes: Pick<Route, 'method' | '
   const byCount = [...notYet].sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1)).map(([group, n]) => `${group} ${n}`)
   out.push('', `${NOT_YET_LINE} ${byCount.join(', ') || 'none'}.`, '', ...summaryAfter, '## Method by method', ...methodsIntro)
   for (const name of order) {
-    const group = groups.get(name) ?? { heading: name, suffix: '', before: [''], after: [''] }
+    const group = groups.get(name) ?? { heading: name, before: [''], after: [''] }
     const these = entries.filter((e) => e.op.group === name).sort((a, b) => byRequest(a.op, b.op))
     const working = these.filter((e) => WORKS.includes(e.row.status)).length
-    out.push(`### ${name} (${working} of ${these.length})${group.suffix}`, ...group.before)
+    out.push(`### ${name} (${working} of ${these.length})`, ...group.before)
     out.push('| method | request | reaches a route | SDK suite | status | notes |', '| --- | --- | --- | --- | --- | --- |')
     for (const { op, routed: r, row } of these) {
       const status = row.status === 'differs' ? '**differs**' : row.status
-      out.push(`| \`${op.method}\` | \`${op.verb} ${op.path}\` | ${r ? 'yes' : 'no'} | ${driven.has(op.method) ? 'yes' : 'no'} | ${status} | ${row.notes} |`)
+      out.push(`| \`${op.method}\` | \`${op.verb} ${op.path}\` | ${r ? 'yes' : 'no'} | ${driven.get(op.method)?.map((f) => f.replace(/^test\/sdk\/|\.test\.ts$/g, '')).join(', ') ?? 'no'} | ${status} | ${row.notes} |`)
     }
     out.push(...group.after)
   }
