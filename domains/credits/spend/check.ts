@@ -21,8 +21,7 @@ import { features } from '../../catalog/features/service.ts'
 import { auditOf, everyItem, transaction } from '../../records/service.ts'
 import { customerEntitlements } from '../../subscriptions/entitlements.ts'
 import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
-import { meterUsageByCustomer } from '../../usage/queries/service.ts'
-import { requireCustomer } from '../../customers/service.ts'
+import { meterUsage } from '../../usage/queries/service.ts'
 import { limitedSpendings } from './spending-limit.ts'
 import * as store from './store.ts'
 
@@ -83,87 +82,14 @@ function quantityOf(value: number | string): Decimal {
   return q
 }
 
-/**
- * Stored usage of one meter and period for many customers in one query (meterUsageByCustomer): the first load
- * runs at once, loads asked while a query runs wait for the next one, together; nothing waits for a timer.
- */
-class UsageBatch {
-  private queued = new Map<string, { resolve(d: Decimal): void; reject(err: unknown): void }[]>()
-  private running = false
-  constructor(private readonly query: (externalIds: string[]) => Promise<Map<string, Decimal>>) {}
-
-  load(externalId: string): Promise<Decimal> {
-    return new Promise((resolve, reject) => {
-      const waiting = this.queued.get(externalId) ?? []
-      waiting.push({ resolve, reject })
-      this.queued.set(externalId, waiting)
-      if (!this.running) void this.drain()
-    })
-  }
-
-  /** Everyone's usage in one query, not batched with single loads (a snapshot of all the customers asked for). */
-  async loadAll(externalIds: string[]): Promise<Map<string, Decimal>> {
-    const found = await this.query(externalIds)
-    return new Map(externalIds.map((id) => [id, found.get(id) ?? new D(0)]))
-  }
-
-  private async drain(): Promise<void> {
-    this.running = true
-    while (this.queued.size > 0) {
-      const batch = this.queued
-      this.queued = new Map()
-      try {
-        const found = await this.query([...batch.keys()])
-        for (const [id, waiting] of batch) for (const w of waiting) w.resolve(found.get(id) ?? new D(0))
-      } catch (err) {
-        for (const waiting of batch.values()) for (const w of waiting) w.reject(err)
-      }
-    }
-    this.running = false
-  }
-}
-
-const batches = new WeakMap<Deps, Map<string, UsageBatch>>()
-
-function usageBatch(deps: Deps, actor: Actor, meterId: string, sub: SubscriptionRow): UsageBatch {
-  let mine = batches.get(deps)
-  if (!mine) batches.set(deps, (mine = new Map()))
-  const key = JSON.stringify([actor.tenantId, actor.environmentId, meterId, sub.current_period_start.getTime(), sub.current_period_end.getTime()])
-  let batch = mine.get(key)
-  if (!batch) {
-    const range = { meterId, start: sub.current_period_start, end: sub.current_period_end, billed: true }
-    mine.set(key, (batch = new UsageBatch(async (externalCustomerIds) => {
-      const found = await meterUsageByCustomer(deps, actor, { ...range, externalCustomerIds })
-      return new Map([...found].map(([id, r]) => [id, r.value]))
-    })))
-  }
-  return batch
-}
-
-/** Customers (external ids) whose usage of a meter and period checks asked for: each snapshot reads them all. */
-const askedFor = new WeakMap<Deps, Map<string, Set<string>>>()
-const MAX_ASKED = 10_000
-
-/**
- * Usage of the meter in the subscription's current period. One cached snapshot per meter and period holds every
- * customer checks asked for, read in one query and again at most every READ_CACHE_MS (so the reloads cost one
- * ClickHouse read a second per meter, however many customers); a snapshot is reused only while the event log
- * has acknowledged nothing since it was read. A customer not in it yet is read alone (batched) and added.
- */
-async function storedUsage(deps: Deps, actor: Actor, meterId: string, customerId: string, sub: SubscriptionRow): Promise<Decimal> {
-  const customer = await cached(deps, 'customer', [actor.tenantId, actor.environmentId, customerId], () => requireCustomer(deps, actor, customerId))
-  const range = [actor.tenantId, actor.environmentId, meterId, sub.current_period_start.getTime(), sub.current_period_end.getTime()]
-  let mine = askedFor.get(deps)
-  if (!mine) askedFor.set(deps, (mine = new Map()))
-  let asked = mine.get(JSON.stringify(range))
-  if (!asked) mine.set(JSON.stringify(range), (asked = new Set()))
-  if (!asked.has(customer.external_id) && asked.size < MAX_ASKED) asked.add(customer.external_id)
-  const batch = usageBatch(deps, actor, meterId, sub)
-  const everyone = asked
-  const snapshot = await cached(deps, 'usage', [...range, eventLogOf(deps)?.syncs ?? 0], () => batch.loadAll([...everyone]))
-  let value = snapshot.get(customer.external_id)
-  if (value === undefined) snapshot.set(customer.external_id, (value = await batch.load(customer.external_id)))
-  return value
+/** Usage of the meter in the subscription's current period; reused only while the event log has acknowledged nothing since. */
+function storedUsage(deps: Deps, actor: Actor, meterId: string, customerId: string, sub: SubscriptionRow): Promise<Decimal> {
+  const acknowledged = eventLogOf(deps)?.syncs ?? 0
+  const key = [actor.tenantId, actor.environmentId, meterId, customerId, sub.current_period_start.getTime(), acknowledged]
+  return cached(deps, 'usage', key, async () => {
+    const read = await meterUsage(deps, actor, { meterId, customerId, start: sub.current_period_start, end: sub.current_period_end, billed: true })
+    return read.value
+  })
 }
 
 const reservedOf = (deps: Deps, actor: Actor, customerId: string, featureId: string): Promise<Decimal> =>
