@@ -5,6 +5,7 @@ import type { Scope } from '../../core/scope.ts'
 import type { Db } from '../../infra/postgres.ts'
 import { chDateTime, sqlString, sqlStringArray } from '../../infra/ch-literals.ts'
 import { neutralizedSql } from '../../infra/ch-csv.ts'
+import { notCancelledIn } from '../usage/corrections/store.ts'
 
 /** How a column is written: text (neutralized in CSV), an instant (ISO 8601 in CSV), a decimal amount, a count, raw JSON text. */
 type ColumnKind = 'text' | 'time' | 'decimal' | 'count' | 'json'
@@ -67,7 +68,8 @@ const rangeWhere = (col: string, start: Date, end: Date) => [
 
 /** Stored events of [start, end): the raw-events export's columns, in the table's order. */
 export function eventsSource(scope: Scope, start: Date, end: Date, f: { external_customer_ids?: string[]; event_names?: string[]; sources?: string[] }): ChSource {
-  const where = [...scopeWhere(scope), ...rangeWhere('timestamp', start, end)]
+  // Corrected usage: a cancelled event (an amended one's original included) is left out, as usage reads leave it out.
+  const where = [...scopeWhere(scope), ...rangeWhere('timestamp', start, end), notCancelledIn(scope, 'id')]
   if (f.external_customer_ids) where.push(`external_customer_id IN ${sqlStringArray(f.external_customer_ids)}`)
   if (f.event_names) where.push(`event_name IN ${sqlStringArray(f.event_names)}`)
   if (f.sources) where.push(`source IN ${sqlStringArray(f.sources)}`)
@@ -93,7 +95,8 @@ export function eventsSource(scope: Scope, start: Date, end: Date, f: { external
  */
 export function usageSource(scope: Scope, start: Date, end: Date, meters: { id: string; revision: number }[], f: { external_customer_ids?: string[] }): ChSource {
   const pairs = meters.map((m) => `(${sqlString(m.id)}, ${m.revision})`)
-  const where = [...scopeWhere(scope), ...rangeWhere('timestamp', start, end), pairs.length > 0 ? `(meter_id, revision) IN (${pairs.join(', ')})` : '0']
+  // A cancelled event's rows and the cancel rows (sign -1) that offset them in the rollups are both left out.
+  const where = [...scopeWhere(scope), ...rangeWhere('timestamp', start, end), pairs.length > 0 ? `(meter_id, revision) IN (${pairs.join(', ')})` : '0', 'sign = 1', notCancelledIn(scope, 'event_id')]
   if (f.external_customer_ids) where.push(`external_customer_id IN ${sqlStringArray(f.external_customer_ids)}`)
   return {
     columns: [

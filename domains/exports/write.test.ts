@@ -95,6 +95,19 @@ describe('events and usage (ClickHouse)', () => {
     expect(sum(p.map((r) => r.usage))).toBe('19.75')
     expect(p.reduce((t, r) => t + Number(r.event_count), 0)).toBe(4)
   })
+
+  it('leaves out an event cancelled by a correction, as usage reads do (neither it nor its cancel rows)', async () => {
+    const corrected = await h.http('POST', '/v1/events/corrections', { body: { items: [{ event_id: 'a2', action: 'cancel', reason: 'sent twice' }] } })
+    expect(corrected.status).toBeLessThan(300)
+    const res = await h.http('POST', '/v1/events/usage/meter', { body: { meter_id: meterId, ...RANGE } })
+    expect(res.body.value).toBe('17.25')
+    await write({ entity_type: 'usage', format: 'parquet' }, 'u-corrected.parquet')
+    const usage = await parquet('u-corrected.parquet')
+    expect(usage.map((r) => r.event_id).sort()).toEqual(['a1', 'a3', 'b1'])
+    expect(sum(usage.map((r) => r.value))).toBe('17.25')
+    await write({ format: 'csv' }, 'e-corrected.csv')
+    expect(csv('e-corrected.csv').map((r) => r.event_id).sort()).toEqual(['a1', 'a3', 'b1'])
+  })
 })
 
 describe('Postgres entities', () => {

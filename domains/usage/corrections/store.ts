@@ -7,11 +7,15 @@ import type { Scope } from '../../../core/scope.ts'
 import type { UsageEvent } from '../../../core/events.ts'
 import type { ClickHouseSettings } from '@clickhouse/client'
 import type { ClickHouse } from '../../../infra/clickhouse.ts'
-import { chDateTime } from '../../../infra/ch-literals.ts'
+import { chDateTime, sqlString } from '../../../infra/ch-literals.ts'
 import type { Db } from '../../../infra/postgres.ts'
 
 /** Leaves out events cancelled by corrections (an amended one included: its corrected copy is stored under a new id). */
 export const NOT_CANCELLED = 'id NOT IN (SELECT event_id FROM event_cancellations WHERE tenant_id = {tenant:String} AND environment_id = {env:String})'
+
+/** NOT_CANCELLED for a statement with its scope as literals, on the column holding the event's id. */
+export const notCancelledIn = (scope: Scope, idColumn: string): string =>
+  `${idColumn} NOT IN (SELECT event_id FROM event_cancellations WHERE tenant_id = ${sqlString(scope.tenantId)} AND environment_id = ${sqlString(scope.environmentId)})`
 
 export interface CorrectionRow extends ChainLink {
   tenant_id: string
