@@ -77,8 +77,14 @@ describe('configuration', () => {
     [{ WEBHOOK_MAX_ATTEMPTS: 'five' }, 'WEBHOOK_MAX_ATTEMPTS must be a whole number'],
     [{ WEBHOOK_EXCLUDED_TENANTS: 'tenant_a, tenant b' }, 'WEBHOOK_EXCLUDED_TENANTS entry "tenant b" is not a tenant id'],
     [{ WEBHOOK_ALLOWED_EVENT_TYPES: 'invoice.finalized' }, 'WEBHOOK_ALLOWED_EVENT_TYPES entry "invoice.finalized" is not an event type'],
+    [{ TASK_IMPORT_ALLOWED_HOSTS: 'files.internal, http://10.0.0.7/' }, 'TASK_IMPORT_ALLOWED_HOSTS entry "http://10.0.0.7/" is not host or host:port'],
   ])('stops on %o naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message)
+  })
+
+  it('reads the hosts a file_url of a task may name on an internal network: none by default', () => {
+    expect(loadConfig({}).taskImportAllowedHosts).toEqual([])
+    expect(loadConfig({ TASK_IMPORT_ALLOWED_HOSTS: 'files.internal, 127.0.0.1:8080' }).taskImportAllowedHosts).toEqual(['files.internal', '127.0.0.1:8080'])
   })
 
   it('reads the model endpoint of the pricing parser, and refuses its settings without one', () => {

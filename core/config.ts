@@ -1,6 +1,7 @@
 // Configuration comes from the environment, validated once at start. A bad value stops
 // start-up with a message that names the variable.
 import { CREDIT_NOTE_NUMBER_TEMPLATE, formatNumber, INVOICE_NUMBER_TEMPLATE } from './billing/numbering.ts'
+import { allowanceEntryProblem } from './outbound-address.ts'
 import { EVENT_TYPES } from './webhook-signing.ts'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -63,6 +64,11 @@ export interface Config {
   ai?: AiConfig
   /** SMTP_URL (smtp:// or smtps://, credentials in it): where customer email goes; absent: .eml files under DATA_DIR/mail/. */
   smtpUrl?: string
+  /**
+   * TASK_IMPORT_ALLOWED_HOSTS: `host` or `host:port` entries a task's file_url may name although they resolve to a
+   * loopback, private or link-local address (core/outbound-address.ts); every other such address is refused.
+   */
+  taskImportAllowedHosts: string[]
 }
 
 interface KafkaTopicSettings {
@@ -288,6 +294,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey: secretsKey(env),
     ai: aiConfig(env),
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    taskImportAllowedHosts: list(env, 'TASK_IMPORT_ALLOWED_HOSTS', allowanceEntryProblem),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60) * 1000,
       backoffMs: int(env, 'WEBHOOK_RETRY_BACKOFF_SECONDS', 300, 1, 86400) * 1000,

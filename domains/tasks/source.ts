@@ -1,12 +1,16 @@
 // An import's file as text in pieces: the request's own (file_content), or the file at file_url, fetched once —
-// http(s) only, at most MAX_IMPORT_BYTES, within FETCH_TIMEOUT_MS — into DATA_DIR/tasks/<id>.input, so that a
-// resumed import reads the very file its first run read.
+// http(s) only, from a public address or a host the operator allowed (public-get.ts), at most MAX_IMPORT_BYTES
+// (decoded), within FETCH_TIMEOUT_MS — into DATA_DIR/tasks/<id>.input, so that a resumed import reads the very file
+// its first run read.
 import { createReadStream, createWriteStream } from 'node:fs'
+import type { IncomingMessage } from 'node:http'
 import { mkdir, rm, stat } from 'node:fs/promises'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import type { Deps } from '../../infra/deps.ts'
 import { inputPath, taskDir } from './files.ts'
+import { getPublic, RefusedUrl } from './public-get.ts'
 import * as store from './store.ts'
 
 export const MAX_IMPORT_BYTES = 100 * 1024 * 1024
@@ -29,23 +33,29 @@ export function checkFileUrl(value: string): string | undefined {
   return undefined
 }
 
+/** A file served compressed (e.g. stored so in a bucket) is read as its content. */
+const DECODERS: Record<string, (() => Transform) | undefined> = { gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress }
+
 const mib = (bytes: number): string => `${Math.round(bytes / 1024 / 1024)} MiB`
 
 async function download(deps: Deps, task: store.TaskRow, path: string): Promise<number> {
-  let res: Response
+  const signal = AbortSignal.timeout(FETCH_TIMEOUT_MS)
+  let res: IncomingMessage
   try {
-    res = await fetch(task.file_url!, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: 'follow' })
+    res = await getPublic(new URL(task.file_url!), deps.config.taskImportAllowedHosts, signal)
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string } }
-    throw new TaskFailure(`file_url could not be fetched: ${e.name === 'TimeoutError' ? `no answer within ${FETCH_TIMEOUT_MS / 1000} s` : (e.cause?.code ?? e.cause?.message ?? e.message)}`)
+    if (err instanceof RefusedUrl) throw new TaskFailure(`file_url ${err.message}`)
+    const e = err as Error & { code?: string }
+    throw new TaskFailure(`file_url could not be fetched: ${signal.aborted ? `no answer within ${FETCH_TIMEOUT_MS / 1000} s` : (e.code ?? e.message)}`)
   }
-  if (!res.ok || !res.body) {
-    await res.body?.cancel()
-    throw new TaskFailure(`file_url answered HTTP ${res.status}`)
+  const status = res.statusCode ?? 0
+  if (status < 200 || status >= 300) {
+    res.destroy()
+    throw new TaskFailure(`file_url answered HTTP ${status}`)
   }
-  const declared = Number(res.headers.get('content-length') ?? NaN)
+  const declared = Number(res.headers['content-length'] ?? NaN)
   if (declared > MAX_IMPORT_BYTES) {
-    await res.body.cancel()
+    res.destroy()
     throw new TaskFailure(`the file at file_url is ${mib(declared)}, more than the ${mib(MAX_IMPORT_BYTES)} an import reads`)
   }
   let bytes = 0
@@ -58,10 +68,11 @@ async function download(deps: Deps, task: store.TaskRow, path: string): Promise<
   })
   await mkdir(taskDir(deps), { recursive: true })
   try {
-    await pipeline(res.body as unknown as NodeJS.ReadableStream, bounded, createWriteStream(path))
+    const decode = DECODERS[String(res.headers['content-encoding'] ?? '').toLowerCase()]
+    await (decode ? pipeline(res, decode(), bounded, createWriteStream(path)) : pipeline(res, bounded, createWriteStream(path)))
   } catch (err) {
     if (err instanceof TaskFailure) throw err
-    throw new TaskFailure(`file_url could not be read to its end: ${(err as Error).name === 'TimeoutError' ? `not within ${FETCH_TIMEOUT_MS / 1000} s` : (err as Error).message}`)
+    throw new TaskFailure(`file_url could not be read to its end: ${signal.aborted ? `not within ${FETCH_TIMEOUT_MS / 1000} s` : (err as Error).message}`)
   }
   return bytes
 }

@@ -7,7 +7,8 @@ import { readyMeter, usage } from '../../test/usage-helpers.ts'
 import { createTask, getTask, taskErrors, updateTaskStatus } from './service.ts'
 import { runTask } from './run.ts'
 
-const t = twoTenants()
+// The test's file server listens on 127.0.0.1, an internal address the operator allows here.
+const t = twoTenants({ env: { TASK_IMPORT_ALLOWED_HOSTS: '127.0.0.1' } })
 let actor: Actor
 let server: Server
 let base: string
@@ -18,6 +19,7 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     const file = served.get(req.url ?? '')
     if (!file) return res.writeHead(404).end('no such file')
+    if (file.status === 302) return res.writeHead(302, { location: file.body }).end()
     res.writeHead(file.status ?? 200, file.headers ?? {})
     // A file announced larger than it is sent: the headers go, the body never comes.
     if (file.headers?.['content-length']) {
@@ -157,6 +159,37 @@ describe('importing events', () => {
     const huge = await createTask(deps(), actor, { task_type: 'IMPORT', entity_type: 'EVENTS', file_type: 'CSV', file_url: `${base}/huge.csv` })
     await runTask(deps(), huge.id)
     expect(await getTask(deps(), actor, huge.id)).toMatchObject({ task_status: 'FAILED', error_summary: expect.stringContaining('more than the 100 MiB') })
+  })
+})
+
+describe('file_url on an internal network', () => {
+  it('fails the task naming file_url, writing nothing, for a loopback host not allowed: by address, by name, or redirected to', async () => {
+    served.set('/internal.csv', { body: 'external_id\nssrf-1' })
+    const allowance = deps().config.taskImportAllowedHosts
+    deps().config.taskImportAllowedHosts = []
+    const outcome = async (fileUrl: string) => {
+      const task = await createTask(deps(), actor, { task_type: 'IMPORT', entity_type: 'CUSTOMERS', file_type: 'CSV', file_url: fileUrl })
+      await runTask(deps(), task.id)
+      return getTask(deps(), actor, task.id)
+    }
+    try {
+      expect(await outcome(`${base}/internal.csv`)).toMatchObject({
+        task_status: 'FAILED',
+        processed_records: 0,
+        error_summary: 'file_url must name a public host: 127.0.0.1 is a loopback address (an operator allows an internal host with TASK_IMPORT_ALLOWED_HOSTS)',
+      })
+      // A name is resolved and each of its addresses checked; the IPv4-mapped form of 127.0.0.1 is loopback too.
+      expect((await outcome(`${base.replace('127.0.0.1', 'localhost')}/internal.csv`)).error_summary).toMatch(/^file_url must name a public host: localhost resolves to (127\.0\.0\.1|::1), which is a loopback address/)
+      expect((await outcome(`${base.replace('127.0.0.1', '[::ffff:127.0.0.1]')}/internal.csv`)).error_summary).toContain('[::ffff:7f00:1] is a loopback address')
+    } finally {
+      deps().config.taskImportAllowedHosts = allowance
+    }
+    // An allowed host that redirects to one not allowed is refused at the redirect.
+    served.set('/moved.csv', { status: 302, body: `${base.replace('127.0.0.1', 'localhost')}/internal.csv` })
+    expect((await outcome(`${base}/moved.csv`)).error_summary).toContain('file_url must name a public host: localhost resolves to')
+    expect(await customerRows('ssrf-')).toEqual([])
+    // The allowed host itself is read.
+    expect(await outcome(`${base}/internal.csv`)).toMatchObject({ task_status: 'COMPLETED', successful_records: 1 })
   })
 })
 
