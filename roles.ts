@@ -18,7 +18,7 @@ import { migrate } from './infra/migrate.ts'
 import { jobs } from './worker/jobs.ts'
 import { startScheduler } from './infra/scheduler.ts'
 import { ingestRoutes } from './http/routes/intake.ts'
-import { startIntake } from './ingest/start.ts'
+import { startIntake, startTaskIntake } from './ingest/start.ts'
 import { ingestEvents } from './ingest/service.ts'
 import { plugEventIntake } from './domains/tasks/intake.ts'
 import { startBackfillLoop } from './aggregator/backfill.ts'
@@ -85,6 +85,10 @@ export async function startRoles(
       metricsPort = served.port
       stops.push(served.stop)
     }
+
+    // Event imports run where tasks run (api, worker): without the ingest role here, through a sink of their own
+    // (pushed before the server's stop, so closed after it).
+    if (!roles.includes('ingest') && (roles.includes('api') || roles.includes('worker'))) stops.push(startTaskIntake(deps))
 
     let port: number | undefined
     if (roles.includes('api') || roles.includes('ingest')) {

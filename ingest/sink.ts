@@ -7,7 +7,10 @@ import { Batcher, type BatchLimits } from '../aggregator/batcher.ts'
 
 export interface Sink {
   kind: 'kafka' | 'direct'
-  /** Resolves once the events are durable; rejects with service_unavailable when they may not be. */
+  /**
+   * Resolves once the events are durable; rejects with service_unavailable when they may not be, or with
+   * invalid_operation when this process can never store them (ingest/start.ts startTaskIntake, direct mode).
+   */
   write(events: UsageEvent[], bytes: number): Promise<void>
   close(): Promise<void>
 }
