@@ -21,11 +21,18 @@ import { ingestRoutes } from './http/routes/intake.ts'
 import { startIntake, startTaskIntake } from './ingest/start.ts'
 import { ingestEvents } from './ingest/service.ts'
 import { plugEventIntake } from './domains/tasks/intake.ts'
+import { plugConnectionCredentials } from './domains/exports/connection-credentials.ts'
+import { refuseConnectionInUse } from './domains/exports/service.ts'
+import { connectionDeletion } from './domains/integrations/service.ts'
+import { s3CredentialsOf } from './domains/integrations/s3-credentials.ts'
 import { startBackfillLoop } from './aggregator/backfill.ts'
 import { consumerGroup, startAggregator } from './aggregator/consumer.ts'
 
 // Imported events (/v1/tasks) enter as POST /v1/events/bulk's do.
 plugEventIntake(ingestEvents)
+// Scheduled exports read the bucket credentials of an s3 connection; a connection a task uses is not deleted under it.
+plugConnectionCredentials(s3CredentialsOf)
+connectionDeletion.register(refuseConnectionInUse)
 
 export const ROLE_NAMES = ['api', 'ingest', 'aggregator', 'worker'] as const
 export type RoleName = (typeof ROLE_NAMES)[number]

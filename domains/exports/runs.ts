@@ -17,6 +17,7 @@ import { putObject, type S3Credentials } from '../../infra/s3.ts'
 import type { Progress } from '../../infra/scheduler.ts'
 import { unseal } from '../../infra/secrets.ts'
 import { transaction } from '../records/service.ts'
+import { connectionCredentials } from './connection-credentials.ts'
 import * as store from './store.ts'
 import { TASK_ENTITIES } from './task-entities.ts'
 import { writeExportFile, type ExportFormat } from './write.ts'
@@ -106,6 +107,13 @@ async function execute(deps: Deps, run: store.RunRow, onRows: (rows: number) => 
 
 const CONTENT_TYPES = { csv: 'text/csv', 'csv.gz': 'application/gzip', parquet: 'application/vnd.apache.parquet' }
 
+/** The bucket's credentials: the task's own, else its connection's as they are now (a rotated key is used at once). */
+async function credentialsOf(deps: Deps, task: store.TaskRow): Promise<S3Credentials> {
+  if (task.encrypted_secret_data) return unseal<S3Credentials>(deps.config, task.id, task.encrypted_secret_data)
+  if (task.connection_id) return connectionCredentials()(deps, { tenantId: task.tenant_id, environmentId: task.environment_id }, task.connection_id)
+  throw new Error('the task has no credentials for its bucket')
+}
+
 /** Writes the run's window to its file and delivers it; answers where it went. */
 async function exportWindow(deps: Deps, task: store.TaskRow, run: store.RunRow, staging: string, onRows: (rows: number) => void): Promise<{ rows: number; bytes: number; location: string }> {
   const config = task.job_config
@@ -126,8 +134,7 @@ async function exportWindow(deps: Deps, task: store.TaskRow, run: store.RunRow, 
   }
   const key = [config.key_prefix, task.entity_type, partitionOf({ start: run.window_start, end: run.window_end }), `${run.id}.${ext}`].filter(Boolean).join('/')
   if (config.bucket !== undefined) {
-    if (!task.encrypted_secret_data) throw new Error('the task has no credentials for its bucket')
-    const credentials = unseal<S3Credentials>(deps.config, task.id, task.encrypted_secret_data)
+    const credentials = await credentialsOf(deps, task)
     const target = { bucket: config.bucket, region: config.region ?? 'us-east-1', endpointUrl: config.endpoint_url, usePathStyle: config.use_path_style, encryption: config.encryption }
     // Signed with the wall clock: the bucket refuses a signature more than 15 minutes off its own time.
     await putObject(target, credentials, key, file, CONTENT_TYPES[ext], new Date())

@@ -1,6 +1,7 @@
 // Scheduled exports end to end on real engines and a real S3 protocol server (s3rver): windows from the watermark,
 // one file per window in its day's partition, exactly once however often the job runs, incremental as time moves,
-// retried after a failure, forced runs, pause, credentials sealed, bad input refused.
+// retried after a failure, forced runs, pause, credentials sealed (on the task, or on an s3 connection it names, read
+// at each run), bad input refused.
 import { gunzipSync } from 'node:zlib'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -19,7 +20,7 @@ let h: Harness
 let s3: S3Server
 
 beforeAll(async () => {
-  s3 = await startS3(['warehouse'])
+  s3 = await startS3(['warehouse', 'vault'])
   h = await startHarness({ clock, env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' } })
   // Sent as of the last event's time (intake refuses events from the future), exported from an earlier one.
   clock.set('2024-03-03T02:00:00Z')
@@ -42,7 +43,6 @@ afterAll(async () => {
 })
 
 const bucketTask = (over: Record<string, unknown> = {}) => ({
-  connection_id: 'conn_warehouse',
   entity_type: 'events',
   interval: 'daily',
   start_time: '2024-03-01T00:00:00Z',
@@ -63,6 +63,8 @@ async function settled(taskId: string): Promise<any> {
   }
   throw new Error(`a run of ${taskId} is still running`)
 }
+/** S3_CREDENTIALS as an s3 connection's secrets (Flexprice's field names). */
+const S3_CREDENTIALS_AWS = { aws_access_key_id: S3_CREDENTIALS.access_key_id, aws_secret_access_key: S3_CREDENTIALS.secret_access_key }
 const tokens = (rows: Record<string, unknown>[]) => rows.reduce((t, r) => t + (JSON.parse(r.properties as string) as { tokens: number }).tokens, 0)
 
 describe('a daily Parquet export to a bucket', () => {
@@ -71,7 +73,7 @@ describe('a daily Parquet export to a bucket', () => {
   it('keeps the credentials sealed and never shows them', async () => {
     const task = await call(h, 'POST', '/v1/tasks/scheduled', bucketTask(), 201)
     taskId = task.id
-    expect(task).toMatchObject({ entity_type: 'events', interval: 'daily', enabled: true, connection_id: 'conn_warehouse', has_credentials: true, watermark: '2024-03-01T00:00:00.000Z' })
+    expect(task).toMatchObject({ entity_type: 'events', interval: 'daily', enabled: true, connection_id: null, has_credentials: true, watermark: '2024-03-01T00:00:00.000Z' })
     expect(task.job_config).toEqual({ bucket: 'warehouse', key_prefix: 'exports', endpoint_url: s3.endpoint, use_path_style: true, region: 'us-east-1', format: 'parquet' })
     const [row] = await h.running.deps.sql`SELECT encrypted_secret_data, job_config FROM scheduled_tasks WHERE id = ${taskId}`
     expect(isSealed(row.encrypted_secret_data as string)).toBe(true)
@@ -163,6 +165,61 @@ describe('a 15-minute gzip CSV export to a directory', () => {
     const rows = parse(gunzipSync(readFileSync(join(dir, `${run.id}.csv.gz`))).toString('utf8'), { columns: true }) as Record<string, string>[]
     expect(rows.map((r) => r.event_id)).toEqual(['a1'])
     await call(h, 'DELETE', `/v1/tasks/scheduled/${task.id}`, undefined, 204)
+  })
+})
+
+describe('a bucket export with the credentials of an s3 connection', () => {
+  const s3Connection = (secrets: Record<string, string>) => ({ name: 'vault', provider_type: 's3', encrypted_secret_data: { s3: secrets } })
+  const connectionTask = (connectionId: string) => ({ connection_id: connectionId, entity_type: 'events', interval: 'daily', job_config: { bucket: 'vault', endpoint_url: s3.endpoint, use_path_style: true } })
+
+  it('reads the keys at each run: a key rotated on the connection is used by the next attempt; the connection stays while a task uses it', async () => {
+    clock.set('2024-03-05T12:00:00Z')
+    // Keys the bucket does not know first: s3rver refuses them.
+    const connection = await call(h, 'POST', '/v1/connections', s3Connection({ aws_access_key_id: 'AKIAOLD', aws_secret_access_key: 'old' }), 201)
+    expect(connection).toMatchObject({ provider_type: 's3', name: 'vault' })
+    expect(JSON.stringify(connection)).not.toMatch(/AKIAOLD|encrypted_secret_data/)
+    const task = await call(h, 'POST', '/v1/tasks/scheduled', connectionTask(connection.id), 201)
+    expect(task).toMatchObject({ connection_id: connection.id, has_credentials: false })
+
+    await call(h, 'POST', `/v1/tasks/scheduled/${task.id}/run`, { start_time: '2024-03-01T00:00:00Z', end_time: '2024-03-02T00:00:00Z' })
+    let [run] = (await settled(task.id)).runs
+    expect(run).toMatchObject({ run_status: 'pending', attempts: 1 })
+    expect(run.error).toMatch(/answered 403: InvalidAccessKeyId/)
+
+    await call(h, 'PUT', `/v1/connections/${connection.id}`, { encrypted_secret_data: { s3: S3_CREDENTIALS_AWS } })
+    clock.advance(60_000)
+    expect(await runNamedJob(h, 'scheduled-exports')).toMatchObject({ completed: 1, rows: 3 })
+    ;[run] = (await call(h, 'GET', `/v1/tasks/scheduled/${task.id}`)).runs
+    expect(run).toMatchObject({ run_status: 'completed', attempts: 2, row_count: 3 })
+    const [key] = s3.keys('vault')
+    expect(run.location).toBe(`s3://vault/${key}`)
+    expect(parse(s3.read('vault', key).toString('utf8'), { columns: true }).map((r: any) => r.event_id).sort()).toEqual(['a1', 'a2', 'b1'])
+
+    const refused = await h.http('DELETE', `/v1/connections/${connection.id}`)
+    expect([refused.status, refused.body.code, refused.body.details]).toEqual([400, 'invalid_operation', { connection_id: connection.id, scheduled_task_ids: [task.id] }])
+    await call(h, 'DELETE', `/v1/tasks/scheduled/${task.id}`, undefined, 204)
+    expect((await h.http('DELETE', `/v1/connections/${connection.id}`)).status).toBeLessThan(300)
+  })
+
+  it('refuses a connection_id that is no s3 connection of this environment, and a connection without its keys', async () => {
+    const stripe = await call(h, 'POST', '/v1/connections', { name: 'pay', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test', webhook_secret: 'whsec' } } }, 201)
+    const other = await h.newTenant()
+    const theirs = await h.http('POST', '/v1/connections', { key: other.apiKey, body: s3Connection(S3_CREDENTIALS_AWS) })
+    expect(theirs.status).toBe(201)
+    const ours = await call(h, 'POST', '/v1/connections', s3Connection(S3_CREDENTIALS_AWS), 201)
+    const cases: [Record<string, unknown>, number, string][] = [
+      [connectionTask('conn_missing'), 404, 'connection_id'],
+      [connectionTask(theirs.body.id), 404, 'connection_id'],
+      [connectionTask(stripe.id), 400, 'connection_id'],
+      [{ ...connectionTask(ours.id), job_config: { ...connectionTask(ours.id).job_config, ...S3_CREDENTIALS } }, 400, 'job_config.access_key_id'],
+      [{ ...connectionTask(ours.id), job_config: { local_directory: 'x' } }, 400, 'connection_id'],
+    ]
+    for (const [body, status, field] of cases) {
+      const res = await h.http('POST', '/v1/tasks/scheduled', { body })
+      expect([res.status, Object.keys(res.body.details ?? {})], JSON.stringify(res.body)).toEqual([status, [field]])
+    }
+    const missing = await h.http('POST', '/v1/connections', { body: s3Connection({ aws_access_key_id: 'AKIA' }) })
+    expect([missing.status, Object.keys(missing.body.details)]).toEqual([400, ['encrypted_secret_data.s3.aws_secret_access_key']])
   })
 })
 

@@ -1,15 +1,17 @@
 // Scheduled exports (Flexprice's scheduled tasks, /v1/tasks/scheduled): a task exports one entity every interval to
 // an S3-compatible bucket or a directory under DATA_DIR/exports, as CSV or Parquet; its bucket credentials are
-// sealed. A task's windows come one after another from its watermark; runs.ts plans and runs them.
-import { AppError, validationError } from '../../core/errors.ts'
+// sealed on the task, or those of the s3 connection it names (connection_id), read at each run. A task's windows come one after another from its watermark; runs.ts plans and runs them.
+import { AppError, invalidOperation, validationError } from '../../core/errors.ts'
 import { EXPORT_INTERVALS, splitByDay, windowStartOf, windowsFrom, type ExportInterval } from '../../core/export-windows.ts'
 import type { ListRequest, Page } from '../../core/list.ts'
-import type { Actor } from '../../core/scope.ts'
+import type { Actor, Scope } from '../../core/scope.ts'
 import { newId } from '../../core/ids.ts'
 import type { Deps } from '../../infra/deps.ts'
+import type { Db } from '../../infra/postgres.ts'
 import { seal } from '../../infra/secrets.ts'
 import { recordService } from '../records/crud.ts'
 import { transaction, within } from '../records/service.ts'
+import { connectionCredentials } from './connection-credentials.ts'
 import { runTaskNow } from './runs.ts'
 import * as store from './store.ts'
 import { TASK_ENTITIES } from './task-entities.ts'
@@ -39,7 +41,7 @@ export interface UpdateScheduledTaskInput {
   version?: number
 }
 
-/** A task as the API shows it: no credentials, whether it holds some; `watermark` is where its next window starts. */
+/** A task as the API shows it: no credentials, whether it holds some of its own; `watermark` is where its next window starts. */
 export type ScheduledTaskView = Omit<store.TaskRow, 'encrypted_secret_data'> & {
   has_credentials: boolean
   runs?: RunView[]
@@ -67,7 +69,7 @@ function localDirectory(dir: string): string {
 }
 
 /** The task's fields checked; the credentials sealed for the task's id (given here so the seal names it). */
-async function checkCreate(deps: Deps, input: CreateScheduledTaskInput): Promise<Record<string, unknown>> {
+async function checkCreate(deps: Deps, scope: Scope, input: CreateScheduledTaskInput): Promise<Record<string, unknown>> {
   const { access_key_id, secret_access_key, session_token, ...config } = input.job_config
   const mapped = TASK_ENTITIES[input.entity_type]
   if (!mapped) throw validationError('entity_type', `must be one of ${Object.keys(TASK_ENTITIES).join(', ')}`)
@@ -80,9 +82,14 @@ async function checkCreate(deps: Deps, input: CreateScheduledTaskInput): Promise
   if ((config.bucket === undefined) === (config.local_directory === undefined)) throw validationError('job_config.bucket', 'give a bucket or a local_directory, one of the two')
   if (config.local_directory !== undefined) {
     if (access_key_id || secret_access_key) throw validationError('job_config.access_key_id', 'credentials go with a bucket, not a local directory')
+    if (input.connection_id !== undefined) throw validationError('connection_id', 'a connection holds bucket credentials: it goes with a bucket, not a local directory')
     config.local_directory = localDirectory(config.local_directory)
+  } else if (input.connection_id !== undefined) {
+    if (access_key_id || secret_access_key || session_token) throw validationError('job_config.access_key_id', 'the credentials come from connection_id: give them there or here, not both')
+    // Found now so a wrong id fails here, not at the first run; read again at every run.
+    await connectionCredentials()(deps, scope, input.connection_id)
   } else {
-    if (!access_key_id) throw validationError('job_config.access_key_id', 'is required with a bucket')
+    if (!access_key_id) throw validationError('job_config.access_key_id', 'is required with a bucket (or name an s3 connection in connection_id)')
     if (!secret_access_key) throw validationError('job_config.secret_access_key', 'is required with a bucket')
     if (config.endpoint_url !== undefined && !/^https?:\/\/[^/]+/.test(config.endpoint_url)) throw validationError('job_config.endpoint_url', 'must be an http(s) URL')
   }
@@ -107,7 +114,7 @@ async function checkCreate(deps: Deps, input: CreateScheduledTaskInput): Promise
 const records = recordService<store.TaskRow, CreateScheduledTaskInput, UpdateScheduledTaskInput>({
   table: store.TASKS,
   filters: store.FILTERS,
-  checkCreate: (deps, _actor, input) => checkCreate(deps, input),
+  checkCreate: (deps, actor, input) => checkCreate(deps, actor, input),
 })
 
 /** Runs a GET shows: the latest, newest window first. */
@@ -131,6 +138,12 @@ export async function listScheduledTasks(deps: Deps, actor: Actor, request: List
 /** Pauses or resumes a task (Flexprice: only enabled changes). A resumed task catches up from its watermark. */
 export const updateScheduledTask = async (deps: Deps, actor: Actor, id: string, input: UpdateScheduledTaskInput): Promise<ScheduledTaskView> =>
   view(await records.update(deps, actor, id, input))
+
+/** The deletion guard of a connection (plugged in roles.ts): refused while a task not deleted takes its credentials from it. */
+export async function refuseConnectionInUse(db: Db, scope: Scope, connectionId: string): Promise<void> {
+  const tasks = await store.tasksOfConnection(db, scope, connectionId, 10)
+  if (tasks.length > 0) throw invalidOperation(`connection ${connectionId} holds the bucket credentials of scheduled task ${tasks.join(', ')}: delete the task(s) first`, { connection_id: connectionId, scheduled_task_ids: tasks })
+}
 
 /** Soft delete: the task stops, its runs stay readable with it. */
 export const deleteScheduledTask = async (deps: Deps, actor: Actor, id: string): Promise<ScheduledTaskView> => view(await records.remove(deps, actor, id))

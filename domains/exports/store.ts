@@ -137,3 +137,10 @@ export async function runsOf(db: Db, scope: Scope, taskId: string, limit: number
     AND environment_id = ${scope.environmentId} ORDER BY window_start DESC, created_at DESC LIMIT ${limit}`
   return rows as unknown as RunRow[]
 }
+
+/** The scope's tasks (not deleted) that take their credentials from the connection, at most `limit`. */
+export async function tasksOfConnection(db: Db, scope: Scope, connectionId: string, limit: number): Promise<string[]> {
+  const rows = await db`SELECT id FROM scheduled_tasks WHERE connection_id = ${connectionId} AND tenant_id = ${scope.tenantId}
+    AND environment_id = ${scope.environmentId} AND status <> 'deleted' ORDER BY created_at LIMIT ${limit}`
+  return rows.map((r) => r.id as string)
+}

@@ -1,11 +1,12 @@
 // What a payment provider adapter does for us: push a finalized invoice (charge the saved payment
 // method, or hand back a hosted payment address), check its notifications' signatures and read the
 // payments they report. One implementation per payment provider_type (stripe.ts); QuickBooks is a
-// connection too, but an accounting system that receives records and collects nothing (quickbooks.ts).
+// connection too, but an accounting system that receives records and collects nothing (quickbooks.ts); an s3
+// connection holds a bucket's credentials for scheduled exports and talks to no provider here (s3-credentials.ts).
 import type { SignatureCheck } from '../../core/signatures.ts'
 import type { Decimal } from '../../core/money.ts'
 
-export const PROVIDER_TYPES = ['stripe', 'quickbooks'] as const
+export const PROVIDER_TYPES = ['stripe', 'quickbooks', 's3'] as const
 export type ProviderType = (typeof PROVIDER_TYPES)[number]
 /** The connections that collect: finalized invoices are pushed to them to be paid, their notifications pay ours. */
 export const PAYMENT_PROVIDER_TYPES = ['stripe'] as const satisfies readonly ProviderType[]
@@ -15,6 +16,7 @@ export type PaymentProviderType = (typeof PAYMENT_PROVIDER_TYPES)[number]
 export const SECRET_FIELDS: Record<ProviderType, { required: readonly string[]; optional: readonly string[] }> = {
   stripe: { required: ['secret_key', 'webhook_secret'], optional: ['publishable_key', 'account_id'] },
   quickbooks: { required: ['client_id', 'client_secret', 'refresh_token', 'realm_id'], optional: ['token_url', 'webhook_verifier_token'] },
+  s3: { required: ['aws_access_key_id', 'aws_secret_access_key'], optional: ['aws_session_token'] },
 }
 
 export interface ProviderSecrets {

@@ -101,6 +101,6 @@ describe("QuickBooks' webhooks", () => {
       expect([res.status, res.body.message]).toEqual([404, `${provider} is not connected: notifications are taken from stripe and quickbooks connections only`])
     }
     const refused = await h.http('POST', '/v1/connections', { body: { name: 'Razorpay', provider_type: 'razorpay', encrypted_secret_data: {} } })
-    expect([refused.status, refused.body.details]).toEqual([400, { provider_type: 'must be one of stripe, quickbooks' }])
+    expect([refused.status, refused.body.details]).toEqual([400, { provider_type: 'must be one of stripe, quickbooks, s3' }])
   })
 })

@@ -16,6 +16,7 @@ import { type ListRequest, type Page, page } from '../../core/list.ts'
 import { mergeInvoiceMetadata, paymentState, recordPayment } from '../invoicing/invoices/payments.ts'
 import { getInvoice, lockInvoice, requireInvoice, type InvoiceView } from '../invoicing/invoices/read.ts'
 import { trackPayment } from '../invoicing/payments/service.ts'
+import { guards } from '../records/guards.ts'
 import { auditOf, systemActor, transaction, uniquely } from '../records/service.ts'
 import type { Progress } from '../../infra/scheduler.ts'
 import { linkCustomer } from './customer-link.ts'
@@ -126,10 +127,16 @@ export async function updateConnection(deps: Deps, actor: Actor, id: string, inp
   })
 }
 
+/** What may still use a connection refuses its deletion by throwing (scheduled exports naming it: plugged in roles.ts). */
+export const connectionDeletion = guards()
+
 /** Deleted: nothing more is pushed and its callback address answers 404; pushes already made stay. */
 export async function deleteConnection(deps: Deps, actor: Actor, id: string): Promise<ConnectionView> {
-  await requireConnection(deps, actor, id)
-  return viewOf(await deleteRecord<store.ConnectionRow>(deps.sql, store.CONNECTIONS, actor, id, auditOf(deps, actor)))
+  return transaction(deps, async (tx) => {
+    await requireRecord<store.ConnectionRow>(tx, store.CONNECTIONS, actor, id, { published: true })
+    await connectionDeletion.check(tx, actor, id)
+    return viewOf(await deleteRecord<store.ConnectionRow>(tx, store.CONNECTIONS, actor, id, auditOf(deps, actor)))
+  })
 }
 
 // ---- Flexprice's older "integration secrets" API: the same connections, named by provider ---------------------

@@ -12,6 +12,7 @@ const secret: JsonSchema = { type: 'string', minLength: 1, maxLength: 1000 }
 const url: JsonSchema = { type: 'string', pattern: '^https?://[^\\s]+$', maxLength: 500 }
 const stripeSecrets = { secret_key: secret, webhook_secret: secret, publishable_key: secret, account_id: secret }
 const quickbooksSecrets = { client_id: secret, client_secret: secret, refresh_token: secret, realm_id: secret, token_url: { ...url, description: "Intuit's OAuth2 token endpoint; another for a proxy or a test server" }, webhook_verifier_token: { ...secret, description: "the app's webhook verifier token: QuickBooks' notifications are checked with it" } }
+const s3Secrets = { aws_access_key_id: secret, aws_secret_access_key: secret, aws_session_token: { ...secret, maxLength: 4096, description: 'for temporary credentials' } }
 const secretData: JsonSchema = {
   type: 'object',
   additionalProperties: false,
@@ -19,6 +20,7 @@ const secretData: JsonSchema = {
   properties: {
     stripe: { type: 'object', additionalProperties: false, properties: stripeSecrets },
     quickbooks: { type: 'object', additionalProperties: false, properties: quickbooksSecrets },
+    s3: { type: 'object', additionalProperties: false, properties: s3Secrets, description: "a bucket's credentials, for scheduled exports naming the connection" },
   },
 }
 const direction: JsonSchema = { type: 'object', additionalProperties: false, properties: { inbound: { type: 'boolean' }, outbound: { type: 'boolean' } } }
@@ -73,7 +75,7 @@ export const integrationRoutes: Route[] = [
       properties: {
         name,
         provider: { type: 'string', description: 'as in the path' },
-        credentials: { type: 'object', additionalProperties: false, properties: { ...stripeSecrets, ...quickbooksSecrets }, description: "the provider's secrets, as in a connection's encrypted_secret_data" },
+        credentials: { type: 'object', additionalProperties: false, properties: { ...stripeSecrets, ...quickbooksSecrets, ...s3Secrets }, description: "the provider's secrets, as in a connection's encrypted_secret_data" },
       },
     },
     status: 201,

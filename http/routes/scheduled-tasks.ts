@@ -17,7 +17,7 @@ const text = (maxLength = 1024): JsonSchema => ({ type: 'string', minLength: 1, 
 const jobConfig: JsonSchema = {
   type: 'object',
   additionalProperties: false,
-  description: 'Flexprice S3JobConfig, plus format, local_directory, filters and the bucket credentials (sealed, never returned)',
+  description: 'Flexprice S3JobConfig, plus format, local_directory, filters and, without a connection_id, the bucket credentials (sealed, never returned)',
   properties: {
     bucket: text(63),
     key_prefix: { type: 'string', maxLength: 512 },
@@ -62,7 +62,7 @@ export const scheduledTaskRoutes: Route[] = [
       required: ['entity_type', 'interval', 'job_config'],
       additionalProperties: false,
       properties: {
-        connection_id: { type: 'string', maxLength: 255, description: "Flexprice's connection; kept and shown, the credentials come in job_config" },
+        connection_id: { type: 'string', minLength: 1, maxLength: 255, description: "an s3 connection of this environment whose credentials the bucket export uses (read at each run); else give them in job_config" },
         entity_type: { type: 'string', enum: Object.keys(TASK_ENTITIES) },
         interval: { type: 'string', enum: [...EXPORT_INTERVALS, 'custom'], description: 'custom is refused: it carries no schedule' },
         enabled: { type: 'boolean' },
