@@ -292,7 +292,7 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     ],
     'POST /v1/tasks': [{ task_type: 'EXPORT', entity_type: 'CREDIT_NOTES', file_type: 'PARQUET', file_name: 'notes.parquet', metadata: { a: 'b' }, filters: {}, ...RANGE() }],
     'PUT /v1/tasks/{id}/status': [{ task_status: 'FAILED' }],
-    'POST /v1/tasks/scheduled': [{ entity_type: 'events', interval: 'hourly', connection_id: 'conn_any', job_config: { local_directory: 'world2', format: 'csv', compression: 'gzip' } }],
+    'POST /v1/tasks/scheduled': [{ entity_type: 'events', interval: 'hourly', job_config: { local_directory: 'world2', format: 'csv', compression: 'gzip' } }],
     'POST /v1/tasks/scheduled/search': [{ limit: 5 }],
     'PUT /v1/tasks/scheduled/{id}': [{ enabled: true }],
     'DELETE /v1/tasks/scheduled/{id}': [{}],
@@ -301,12 +301,12 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/communications/search': [{ customer_id: ids.customer, kind: 'invoice', delivery_status: 'skipped', limit: 5 }],
     'PUT /v1/communications/settings': [{ from_email: 'billing@example.com', from_name: 'World', auto_send: { invoice: false }, templates: { invoice: { subject: 'Invoice {{invoice_number}}', html: null } } }],
     'PUT /v1/dunning/settings': [{ steps: [{ days_after_due: 3, actions: ['reminder_email', 'retry_payment'] }, { days_after_due: 10, actions: ['suspend_entitlements'] }] }, { preset: 'gentle' }],
-    // The customer portal's lists (a session's calls: with an API key they answer 401).
-    ...Object.fromEntries(['subscriptions', 'invoices', 'creditnotes', 'wallets'].map((r) => [`POST /v1/customer/portal/${r}`, [{ page: 1, limit: 5 }]])),
     'POST /v1/test_clocks': [{ name: unique('clock'), frozen_time: inDays(0), metadata: { a: 'b' } }],
     'POST /v1/test_clocks/{id}/advance': [{ frozen_time: inDays(1) }],
     'POST /v1/test_clocks/search': [{ limit: 5 }],
     'DELETE /v1/test_clocks/{id}': [{}],
+    // The customer portal's lists (a session's calls: with an API key they answer 401).
+    ...Object.fromEntries(['subscriptions', 'invoices', 'creditnotes', 'wallets'].map((r) => [`POST /v1/customer/portal/${r}`, [{ page: 1, limit: 5 }]])),
     // A record's DELETE takes an empty body (a field would be a later deletion, refused).
     ...Object.fromEntries(RECORD_DELETES.map((path) => [`DELETE ${path}`, [{}]])),
   }
