@@ -5,7 +5,7 @@ import { Kafka, logLevel } from 'kafkajs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decodeRecord, normalizeEvent } from '../core/events.ts'
 import { startHarness, type Harness } from '../test/harness.ts'
-import { kafkaBrokers } from '../test/kafka.ts'
+import { dropTopic, kafkaBrokers } from '../test/kafka.ts'
 import { keyPartition } from '../core/partition.ts'
 import { producerThread, threadedKafkaSink, type ProducerThread } from './kafka-sink.ts'
 
@@ -20,10 +20,7 @@ describe.skipIf(!brokers)('Kafka intake through the producer thread', () => {
   afterAll(async () => {
     await h?.stop()
     // The topics go with the test: its 1000-event request fills them with hundreds of KiB on the shared broker.
-    const admin = new Kafka({ brokers: brokers!.split(','), logLevel: logLevel.NOTHING }).admin()
-    await admin.connect()
-    await admin.deleteTopics({ topics: [topic, `${topic}-dlq`] }).catch(() => {})
-    await admin.disconnect()
+    await dropTopic(brokers!, topic)
   })
 
   it('writes keyed, ordered records of exact events, and only then answers', { timeout: 60_000 }, async () => {

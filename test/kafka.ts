@@ -29,6 +29,14 @@ export async function kafkaBrokers(): Promise<string | undefined> {
   return undefined
 }
 
+/** Deletes a test's topic and its dead-letter topic: what the test wrote does not stay on the shared broker. */
+export async function dropTopic(brokers: string, topic: string): Promise<void> {
+  const admin = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin()
+  await admin.connect()
+  await admin.deleteTopics({ topics: [topic, `${topic}-dlq`] }).catch(() => {})
+  await admin.disconnect()
+}
+
 /**
  * Real sockets to the broker for openKafka's socketFactory, which the test can cut (open ones reset as
  * when the broker dies, new ones refused) and restore: a broker outage as this process sees it.

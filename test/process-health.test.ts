@@ -1,12 +1,11 @@
 // GET /health on the metrics listener, which every role has (the aggregator and the worker serve no API): the
 // process's roles and engines, and for an aggregator in Kafka mode its consumer group, membership and partitions,
 // from the group join kafkajs reports and from what the aggregator reports (reportAssignment).
-import { Kafka, logLevel } from 'kafkajs'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { consumerGroup } from '../aggregator/consumer.ts'
 import { reportAssignment } from '../infra/kafka-assignment.ts'
 import { startHarness, type Harness } from './harness.ts'
-import { kafkaBrokers } from './kafka.ts'
+import { dropTopic, kafkaBrokers } from './kafka.ts'
 
 // One chDB data directory per process: each test stops its harness before the next starts one.
 let h: Harness | undefined
@@ -42,10 +41,7 @@ const topic = `usage-events-health-${process.pid}-${Date.now()}`
 
 describe.skipIf(!brokers)('GET /health of an aggregator', () => {
   afterAll(async () => {
-    const admin = new Kafka({ brokers: brokers!.split(','), logLevel: logLevel.NOTHING }).admin()
-    await admin.connect()
-    await admin.deleteTopics({ topics: [topic, `${topic}-dlq`] }).catch(() => {})
-    await admin.disconnect()
+    await dropTopic(brokers!, topic)
   })
 
   it('shows its consumer group, its membership and the partitions it holds', { timeout: 90_000 }, async () => {

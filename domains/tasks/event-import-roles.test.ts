@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { decodeRecord } from '../../core/events.ts'
 import type { Actor } from '../../core/scope.ts'
 import { startHarness, type Harness } from '../../test/harness.ts'
-import { kafkaBrokers } from '../../test/kafka.ts'
+import { dropTopic, kafkaBrokers } from '../../test/kafka.ts'
 import { createTask, getTask } from './service.ts'
 import { runTask } from './run.ts'
 
@@ -43,10 +43,7 @@ describe.skipIf(!brokers)('a worker without the ingest role, Kafka mode', () => 
   let h: Harness | undefined
   afterAll(async () => {
     await h?.stop()
-    const admin = new Kafka({ brokers: brokers!.split(','), logLevel: logLevel.NOTHING }).admin()
-    await admin.connect()
-    await admin.deleteTopics({ topics: [topic, `${topic}-dlq`] }).catch(() => {})
-    await admin.disconnect()
+    await dropTopic(brokers!, topic)
   })
 
   it('produces the imported events to the intake topic, keyed and with ids fixed by task and row', { timeout: 90_000 }, async () => {
