@@ -1,0 +1,127 @@
+// Closed periods settle themselves, end to end over HTTP on the embedded engines, every amount by hand: a billing run
+// finalizes last month's usage, late events and corrections arrive, and the usage-adjustments job issues the
+// difference once — a USAGE_ADJUSTMENT invoice taxed at the original rate, a refund credit note on a paid invoice,
+// nothing inside an allowance, nothing on a rerun, a difference under the minimum carried to the next run.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fixedClock } from '../../../core/clock.ts'
+import { customer, fixedPrice, plan, subscribed, usagePrice } from '../../../test/catalog.ts'
+import { startHarness, type Harness } from '../../../test/harness.ts'
+import { readyMeter, send } from '../../../test/usage-helpers.ts'
+
+const DAY = 86_400_000
+// Recent days: a correction needs its event inside the dedup window (35 days) by the real clock.
+const START = new Date(Math.floor(Date.now() / DAY) * DAY - 32 * DAY)
+const END = new Date(Date.UTC(START.getUTCFullYear(), START.getUTCMonth() + 1, START.getUTCDate()))
+const PERIOD = `${START.toISOString().slice(0, 10)} – ${END.toISOString().slice(0, 10)}`
+const clock = fixedClock(new Date(END.getTime() + 2 * 3_600_000))
+const during = (day: number, n: number, prefix: string) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, at: new Date(START.getTime() + day * DAY + i * 1000).toISOString() }))
+
+let h: Harness
+const cus: Record<string, any> = {}
+
+const ok = async (method: string, path: string, body?: unknown, status = 200) => {
+  const res = await h.http(method, path, { body })
+  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(status)
+  return res.body
+}
+const adjust = async () => (await ok('POST', '/v1/jobs/usage-adjustments/run')).summary
+const invoicesOf = async (customerId: string) =>
+  ((await ok('GET', `/v1/invoices?customer_id=${customerId}&limit=100`)).items as any[]).filter((i) => i.invoice_status === 'FINALIZED').sort((a, b) => a.created_at.localeCompare(b.created_at))
+const adjustmentsOf = async (customerId: string) => (await invoicesOf(customerId)).filter((i) => i.billing_reason === 'USAGE_ADJUSTMENT')
+const creditNotesOf = async (invoiceId: string) => (await ok('GET', `/v1/creditnotes?invoice_id=${invoiceId}`)).items as any[]
+
+async function customerOn(key: string, prices: unknown[], extra: Record<string, unknown> = {}) {
+  const p = await plan(h, { prices, ...extra })
+  cus[key] = await customer(h, { name: key })
+  await subscribed(h, { customer_id: cus[key].id, plan_id: p.id, start_date: START.toISOString(), collection_method: 'send_invoice' })
+}
+
+beforeAll(async () => {
+  h = await startHarness({ clock, env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0', INVOICE_GRACE_PERIOD_MINUTES: '0' } })
+  const tiered = await readyMeter(h, { name: 'Tiered calls', event_name: 'tiered_call', aggregation: { type: 'COUNT' } })
+  const flat = await readyMeter(h, { name: 'Flat calls', event_name: 'flat_call', aggregation: { type: 'COUNT' } })
+  const included = await readyMeter(h, { name: 'Included calls', event_name: 'included_call', aggregation: { type: 'COUNT' } })
+  const tiers = [{ up_to: 100, unit_amount: '1.00' }, { up_to: null, unit_amount: '0.50' }]
+  await customerOn('tiered', [usagePrice(tiered, '0', { display_name: 'API calls', billing_model: 'TIERED', tier_mode: 'SLAB', tiers })])
+  await customerOn('flat', [usagePrice(flat, '0.25', { display_name: 'Calls' })])
+  const feature = await ok('POST', '/v1/features', { name: 'Included calls', type: 'metered', meter_id: included }, 201)
+  await customerOn('included', [fixedPrice('10.00', { display_name: 'Platform' }), usagePrice(included, '0.10', { display_name: 'Calls' })], {
+    entitlements: [{ feature_id: feature.id, usage_limit: 1000, usage_reset_period: 'MONTHLY', is_soft_limit: true }],
+  })
+  await ok('POST', '/v1/taxes/rates', { name: 'VAT', code: 'VAT18', tax_rate_type: 'percentage', percentage_value: '18' }, 201)
+  await ok('POST', '/v1/taxes/associations', { tax_rate_code: 'VAT18', entity_type: 'customer', entity_id: cus.tiered.id })
+  await send(h, during(1, 100, 'tiered'), { customer: cus.tiered.external_id, name: 'tiered_call' })
+  await send(h, during(2, 40, 'flat'), { customer: cus.flat.external_id, name: 'flat_call' })
+  await send(h, during(3, 500, 'included'), { customer: cus.included.external_id, name: 'included_call' })
+  const run = (await ok('POST', '/v1/jobs/billing-run/run')).summary
+  expect(run.failed).toBe(0)
+})
+afterAll(() => h?.stop())
+
+describe('usage adjustments', () => {
+  it('the billed periods as they stood: 100 calls 100.00 + 18% VAT, 40 calls 10.00 paid, 500 included calls 0.00', async () => {
+    const [tiered] = await invoicesOf(cus.tiered.id)
+    expect([tiered.subtotal, tiered.total_tax, tiered.total, tiered.line_items[0].quantity]).toEqual(['100', '18', '118', '100'])
+    const [flat] = await invoicesOf(cus.flat.id)
+    expect([flat.total, flat.line_items[0].quantity]).toEqual(['10', '40'])
+    await ok('PUT', `/v1/invoices/${flat.id}/payment`, { payment_status: 'SUCCEEDED', amount: '10' })
+    const included = (await invoicesOf(cus.included.id)).find((i) => i.line_items.some((l: any) => l.display_name === 'Calls'))
+    expect(included.line_items.find((l: any) => l.display_name === 'Calls')).toMatchObject({ quantity: '500', amount: '0' })
+    // Nothing moved yet: the job issues nothing.
+    expect(await adjust()).toMatchObject({ charged: 0, credited: 0, deferred: 0, failed: 0 })
+  })
+
+  it('settings: defaults, a bad minimum refused naming it and changing nothing, a minimum set', async () => {
+    expect(await ok('GET', '/v1/usage-adjustments/settings')).toMatchObject({ late_usage: 'adjust', minimum_amount: '0', horizon_periods: 3 })
+    const bad = await h.http('PUT', '/v1/usage-adjustments/settings', { body: { minimum_amount: '-1', horizon_periods: 2 } })
+    expect(bad.status).toBe(400)
+    expect(JSON.stringify(bad.body)).toContain('minimum_amount')
+    expect(await ok('GET', '/v1/usage-adjustments/settings')).toMatchObject({ minimum_amount: '0', horizon_periods: 3 })
+    expect(await ok('PUT', '/v1/usage-adjustments/settings', { minimum_amount: '1.00' })).toMatchObject({ late_usage: 'adjust', minimum_amount: '1', horizon_periods: 3 })
+  })
+
+  it('1 late call above 100: 0.50 is under the 1.00 minimum, carried; 19 more: 20 late calls issue 10.00 + 1.80 VAT once', async () => {
+    await send(h, during(10, 1, 'tiered-late-a'), { customer: cus.tiered.external_id, name: 'tiered_call' })
+    expect(await adjust()).toMatchObject({ charged: 0, deferred: 1, failed: 0 })
+    expect(await adjustmentsOf(cus.tiered.id)).toEqual([])
+
+    await send(h, during(11, 19, 'tiered-late-b'), { customer: cus.tiered.external_id, name: 'tiered_call' })
+    expect(await adjust()).toMatchObject({ charged: 1, deferred: 0, failed: 0 })
+    // 120 calls: 100 × 1.00 + 20 × 0.50 = 110.00, billed 100.00: 10.00, and 18% of it 1.80.
+    const [adjustment] = await adjustmentsOf(cus.tiered.id)
+    expect([adjustment.invoice_type, adjustment.subtotal, adjustment.total_tax, adjustment.total, adjustment.amount_due]).toEqual(['ONE_OFF', '10', '1.8', '11.8', '11.8'])
+    expect(adjustment.line_items.map((l: any) => [l.display_name, l.quantity, l.amount])).toEqual([['API calls: usage adjustment for ' + PERIOD, '20', '10']])
+    expect(adjustment.taxes.map((t: any) => [t.tax_rate.percentage_value, t.tax_amount])).toEqual([['18', '1.8']])
+  })
+
+  it('a repeated run issues nothing more', async () => {
+    expect(await adjust()).toMatchObject({ charged: 0, credited: 0, deferred: 0, failed: 0 })
+    expect(await adjustmentsOf(cus.tiered.id)).toHaveLength(1)
+  })
+
+  it('4 calls of a paid invoice cancelled: a 1.00 refund credit note on it, once', async () => {
+    const res = await ok('POST', '/v1/events/corrections', { items: [0, 1, 2, 3].map((i) => ({ event_id: `flat-${i}`, action: 'cancel', reason: 'test traffic' })) })
+    expect(res.applied).toBe(4)
+    expect(await adjust()).toMatchObject({ credited: 1, charged: 0, failed: 0 })
+    const [flat] = await invoicesOf(cus.flat.id)
+    // 36 × 0.25 = 9.00 against 10.00 billed and paid.
+    const notes = await creditNotesOf(flat.id)
+    expect(notes.map((n: any) => [n.credit_note_type, n.credit_note_status, n.total_amount, n.memo])).toEqual([['REFUND', 'FINALIZED', '1', `usage correction: usage adjustment for ${PERIOD}`]])
+    expect(await adjust()).toMatchObject({ credited: 0, charged: 0 })
+    expect(await creditNotesOf(flat.id)).toHaveLength(1)
+  })
+
+  it('50 late calls inside a 1,000-call allowance: nothing', async () => {
+    await ok('PUT', '/v1/usage-adjustments/settings', { minimum_amount: '0' })
+    await send(h, during(12, 50, 'included-late'), { customer: cus.included.external_id, name: 'included_call' })
+    expect(await adjust()).toMatchObject({ charged: 0, credited: 0, deferred: 0, failed: 0 })
+    expect(await adjustmentsOf(cus.included.id)).toEqual([])
+  })
+
+  it('late_usage ignore: late calls are left alone', async () => {
+    await ok('PUT', '/v1/usage-adjustments/settings', { late_usage: 'ignore' })
+    await send(h, during(13, 10, 'tiered-ignored'), { customer: cus.tiered.external_id, name: 'tiered_call' })
+    expect(await adjust()).toMatchObject({ lines: 0, charged: 0 })
+    expect(await adjustmentsOf(cus.tiered.id)).toHaveLength(1)
+  })
+})
