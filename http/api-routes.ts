@@ -37,8 +37,9 @@ import { taskRoutes } from './routes/tasks.ts'
 import { testClockRoutes } from './routes/test-clocks.ts'
 import { communicationRoutes } from './routes/communications.ts'
 import { dunningRoutes } from './routes/dunning.ts'
+import { usageAdjustmentRoutes } from './routes/usage-adjustments.ts'
 import { portalRoutes } from './routes/portal.ts'
 import { scheduledTaskRoutes } from './routes/scheduled-tasks.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...dunningRoutes, ...aiRoutes, ...simulationRoutes, ...costRoutes, ...testClockRoutes, ...scheduledTaskRoutes, ...taskRoutes]
+export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...dunningRoutes, ...usageAdjustmentRoutes, ...aiRoutes, ...simulationRoutes, ...costRoutes, ...testClockRoutes, ...scheduledTaskRoutes, ...taskRoutes]

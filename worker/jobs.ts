@@ -12,6 +12,7 @@ import { syncInvoices } from '../domains/integrations/service.ts'
 import { syncAccounting } from '../domains/integrations/accounting.ts'
 import { deliverCommunications } from '../domains/communications/service.ts'
 import { runDunning } from '../domains/dunning/service.ts'
+import { runUsageAdjustments } from '../domains/invoicing/adjustments/run.ts'
 import { completePendingCorrections } from '../domains/usage/corrections/service.ts'
 import { runScheduledExports } from '../domains/exports/runs.ts'
 import { runOpenTasks } from '../domains/tasks/run.ts'
@@ -55,6 +56,9 @@ export const jobs: Job[] = [
   { name: 'communications', schedule: '* * * * *', leaseMs: 10 * 60_000, run: async (deps, progress) => ({ ...(await deliverCommunications(deps, progress)) }) },
   // Dunning: overdue invoices enter their environment's schedule; due steps run once each (reminder, payment retry, final action).
   { name: 'dunning', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runDunning(deps, progress)) }) },
+  // Finalized periods whose usage moved since (late events, corrections): the difference issued once, as a USAGE_ADJUSTMENT
+  // invoice or a credit note (docs/invoicing.md "Late usage and corrections settle themselves").
+  { name: 'usage-adjustments', onTestClocks: true, schedule: '*/5 * * * *', leaseMs: 30 * 60_000, run: async (deps, progress) => ({ ...(await runUsageAdjustments(deps, progress)) }) },
   // The stale-webhook retry job (WEBHOOK_RETRY_* settings): due retries with exponential backoff.
   { name: 'webhook-retry', schedule: '* * * * *', leaseMs: 2 * RUN_BUDGET_MS + 60_000, run: async (deps, progress) => ({ ...(await retryDue(deps, progress)) }) },
   // Scheduled exports (/v1/tasks/scheduled): each task's whole windows planned once from its watermark, then run under
