@@ -24,7 +24,7 @@ const createBody: JsonSchema = {
     task_type: { type: 'string', enum: ['IMPORT', 'EXPORT'] },
     entity_type: { type: 'string', minLength: 1, maxLength: 64, description: 'IMPORT: EVENTS, CUSTOMERS, PRICES, FEATURES; EXPORT: EVENTS, USAGE, INVOICES, CREDIT_NOTES, WALLET_TRANSACTIONS, ANALYTICS' },
     file_type: { type: 'string', minLength: 1, maxLength: 16, description: 'IMPORT: CSV or JSON (JSON Lines: one object per line); EXPORT: CSV or PARQUET' },
-    file_url: { type: 'string', maxLength: 2048, description: `IMPORT: an http(s) URL of the file (at most ${MAX_IMPORT_BYTES / 1024 / 1024} MiB), fetched when the task runs` },
+    file_url: { type: 'string', maxLength: 2048, description: `IMPORT: an http(s) URL of the file (at most ${MAX_IMPORT_BYTES / 1024 / 1024} MiB), fetched when the task runs from a public address (an internal host only as TASK_IMPORT_ALLOWED_HOSTS allows)` },
     file: { type: 'string', maxLength: 100 * 1024 * 1024, description: 'IMPORT: the file itself, instead of file_url (within the request size limit)' },
     file_name: { type: 'string', minLength: 1, maxLength: 255 },
     metadata: metadataSchema,

@@ -7,7 +7,8 @@ import type { Flexprice } from '@flexprice/sdk'
 import { twoTenants } from '../catalog.ts'
 import { failure, sdk } from './client.ts'
 
-const t = twoTenants()
+// The test's file server listens on 127.0.0.1, an internal address the operator allows here.
+const t = twoTenants({ env: { TASK_IMPORT_ALLOWED_HOSTS: '127.0.0.1' } })
 let fp: Flexprice
 let server: Server
 let base: string
