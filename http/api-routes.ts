@@ -19,6 +19,7 @@ import { correctionRoutes } from './routes/corrections.ts'
 import { customerUsageRoute, usageRoutes } from './routes/usage.ts'
 import { analyticsRoutes } from './routes/analytics.ts'
 import { customerWalletLookup, walletRoutes } from './routes/wallets.ts'
+import { spendRoutes } from './routes/spend.ts'
 import { couponRoutes } from './routes/coupons.ts'
 import { creditNoteRoutes } from './routes/credit-notes.ts'
 import { invoiceRoutes } from './routes/invoices.ts'
@@ -42,4 +43,4 @@ import { portalRoutes } from './routes/portal.ts'
 import { scheduledTaskRoutes } from './routes/scheduled-tasks.ts'
 
 // Static paths that a record route's {id} would also match are mounted first.
-export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...dunningRoutes, ...usageAdjustmentRoutes, ...aiRoutes, ...simulationRoutes, ...costRoutes, ...testClockRoutes, ...scheduledTaskRoutes, ...taskRoutes]
+export const apiRoutes: Route[] = [...portalRoutes, customerWalletLookup, customerUsageRoute, ...environmentRoutes, ...keyRoutes, ...tenancyRoutes, ...customerRoutes, ...meterRoutes, ...correctionRoutes, ...eventRoutes, ...usageRoutes, ...analyticsRoutes, ...featureRoutes, ...planRoutes, ...addonRoutes, ...priceUnitRoutes, ...priceRoutes, ...entitlementRoutes, ...planChangeRoutes, ...subscriptionRoutes, ...groupRoutes, ...walletRoutes, ...spendRoutes, ...creditGrantRoutes, ...invoiceRoutes, ...paymentRoutes, ...accountingRoutes, ...creditNoteRoutes, ...couponRoutes, ...taxRoutes, ...webhookRoutes, ...integrationRoutes, ...jobRoutes, ...alertRoutes, ...workflowRoutes, ...communicationRoutes, ...dunningRoutes, ...usageAdjustmentRoutes, ...aiRoutes, ...simulationRoutes, ...costRoutes, ...testClockRoutes, ...scheduledTaskRoutes, ...taskRoutes]
