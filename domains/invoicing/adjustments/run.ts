@@ -72,8 +72,8 @@ async function issueCharge(deps: Deps, actor: Actor, line: store.CandidateRow, a
     invoice_type: 'ONE_OFF',
     billing_reason: 'USAGE_ADJUSTMENT',
     idempotency_key: documentKey(a.adjustment_key),
-    period_start: line.usage_start.toISOString(),
-    period_end: line.usage_end.toISOString(),
+    // The period is on the line only: a subscription has one invoice per (period start, billing reason), and a period
+    // may be adjusted more than once (more late usage, a correction undoing some).
     subtotal: a.amount,
     total: a.total,
     amount_due: a.total,
@@ -147,7 +147,8 @@ async function adjustLine(deps: Deps, line: store.CandidateRow, contexts: Map<st
 const fieldsOf = (line: store.CandidateRow, current: Decimal, a: UsageAdjustment) => ({
   invoice_id: line.invoice_id,
   invoice_line_item_id: line.id,
-  adjustment_key: adjustmentKey(line.id, current),
+  // The line's n-th adjustment to this usage: 100 → 120 → 119 → 120 is three adjustments, the third not the first again.
+  adjustment_key: adjustmentKey(`${line.id}#${line.adjustments}`, current),
   settled_usage: current.toFixed(),
   usage_delta: a.usageDelta.toFixed(),
   amount: a.amount.toFixed(),

@@ -44,6 +44,8 @@ export interface CandidateRow {
   quantity: string
   /** numeric text: the last adjustment's settled usage, if any. */
   adjusted_usage: string | null
+  /** How many adjustments the line had: part of the next one's key, so usage that comes back to an earlier value is settled again. */
+  adjustments: number
   usage_start: Date
   usage_end: Date
   minimum_amount: string
@@ -53,6 +55,7 @@ const LINE = (db: Db) => db`
     SELECT li.id, li.tenant_id, li.environment_id, li.invoice_id, li.customer_id, c.external_id AS external_customer_id,
            li.subscription_id, li.subscription_line_item_id, li.meter_id, li.display_name, i.currency, li.quantity::text AS quantity,
            (SELECT a.settled_usage::text FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id ORDER BY a.seq DESC LIMIT 1) AS adjusted_usage,
+           (SELECT count(*) FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id)::int AS adjustments,
            (li.calculation->>'usage_start')::timestamptz AS usage_start, (li.calculation->>'usage_end')::timestamptz AS usage_end,
            COALESCE(s.minimum_amount, 0)::text AS minimum_amount
     FROM invoice_line_items li
