@@ -301,6 +301,7 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/communications/search': [{ customer_id: ids.customer, kind: 'invoice', delivery_status: 'skipped', limit: 5 }],
     'PUT /v1/communications/settings': [{ from_email: 'billing@example.com', from_name: 'World', auto_send: { invoice: false }, templates: { invoice: { subject: 'Invoice {{invoice_number}}', html: null } } }],
     'PUT /v1/dunning/settings': [{ steps: [{ days_after_due: 3, actions: ['reminder_email', 'retry_payment'] }, { days_after_due: 10, actions: ['suspend_entitlements'] }] }, { preset: 'gentle' }],
+    'PUT /v1/usage-adjustments/settings': [{ late_usage: 'adjust', minimum_amount: '0.50', horizon_periods: 2 }],
     'POST /v1/test_clocks': [{ name: unique('clock'), frozen_time: inDays(0), metadata: { a: 'b' } }],
     'POST /v1/test_clocks/{id}/advance': [{ frozen_time: inDays(1) }],
     'POST /v1/test_clocks/search': [{ limit: 5 }],
