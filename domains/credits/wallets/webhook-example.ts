@@ -21,6 +21,7 @@ export function examplePayload(): Record<string, unknown> {
       address_country: 'US',
       metadata: {},
       integrations: [],
+      test_clock_id: null,
       version: 1,
       ...audit,
     },
