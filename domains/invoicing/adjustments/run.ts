@@ -58,7 +58,7 @@ async function settledLine(deps: Deps, scope: Scope, line: store.CandidateRow, c
   return {
     price: row.price as unknown as PriceInput,
     allowance: allowanceOf(ctx, row, line.usage_start)?.allowance ?? null,
-    taxRates: await invoiceRates(deps, scope, line.invoice_id),
+    taxRates: line.untaxed ? [] : await invoiceRates(deps, scope, line.invoice_id),
     settledUsage: new D(line.adjusted_usage ?? line.quantity),
   }
 }
@@ -66,8 +66,8 @@ async function settledLine(deps: Deps, scope: Scope, line: store.CandidateRow, c
 /** More usage: a one-off invoice of the difference, taxed at the original invoice's rates, finalized. */
 async function issueCharge(deps: Deps, actor: Actor, line: store.CandidateRow, a: store.AdjustmentRow, rates: TaxRate[]): Promise<string> {
   const invoice = await createInvoice(deps, actor, {
-    customer_id: line.customer_id,
-    subscription_id: line.subscription_id,
+    customer_id: line.invoice_customer_id,
+    subscription_id: line.invoice_subscription_id,
     currency: line.currency,
     invoice_type: 'ONE_OFF',
     billing_reason: 'USAGE_ADJUSTMENT',
@@ -163,7 +163,7 @@ async function resumePending(deps: Deps, summary: AdjustmentSummary): Promise<vo
     const scope = scopeOf(a)
     try {
       const line = await store.candidateById(deps.sql, scope, a.invoice_line_item_id)
-      await issue(deps, scope, line, a, await invoiceRates(deps, scope, a.invoice_id))
+      await issue(deps, scope, line, a, line.untaxed ? [] : await invoiceRates(deps, scope, a.invoice_id))
       summary.resumed++
     } catch (err) {
       summary.failed++

@@ -33,7 +33,10 @@ export interface CandidateRow {
   tenant_id: string
   environment_id: string
   invoice_id: string
-  customer_id: string
+  /** Who the invoice is to, and its subscription (a parent's, for a grouped or inherited child's line). */
+  invoice_customer_id: string
+  invoice_subscription_id: string
+  /** The line's customer: whose usage it billed. */
   external_customer_id: string
   subscription_id: string
   subscription_line_item_id: string
@@ -42,6 +45,8 @@ export interface CandidateRow {
   currency: string
   /** numeric text: what the invoice billed. */
   quantity: string
+  /** The invoice's rates left this line out (it had something to tax and no tax): its adjustment is not taxed either. */
+  untaxed: boolean
   /** numeric text: the last adjustment's settled usage, if any. */
   adjusted_usage: string | null
   /** How many adjustments the line had: part of the next one's key, so usage that comes back to an earlier value is settled again. */
@@ -52,8 +57,9 @@ export interface CandidateRow {
 }
 
 const LINE = (db: Db) => db`
-    SELECT li.id, li.tenant_id, li.environment_id, li.invoice_id, li.customer_id, c.external_id AS external_customer_id,
-           li.subscription_id, li.subscription_line_item_id, li.meter_id, li.display_name, i.currency, li.quantity::text AS quantity,
+    SELECT li.id, li.tenant_id, li.environment_id, li.invoice_id, i.customer_id AS invoice_customer_id, i.subscription_id AS invoice_subscription_id,
+           c.external_id AS external_customer_id, li.subscription_id, li.subscription_line_item_id, li.meter_id, li.display_name, i.currency,
+           li.quantity::text AS quantity, (li.tax_amount = 0 AND li.amount - li.line_item_discount - li.invoice_level_discount > 0) AS untaxed,
            (SELECT a.settled_usage::text FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id ORDER BY a.seq DESC LIMIT 1) AS adjusted_usage,
            (SELECT count(*) FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id)::int AS adjustments,
            (li.calculation->>'usage_start')::timestamptz AS usage_start, (li.calculation->>'usage_end')::timestamptz AS usage_end,
@@ -66,12 +72,13 @@ const LINE = (db: Db) => db`
 /**
  * Usage lines of finalized subscription invoices whose usage window ended within `horizon_periods` of its own
  * length before `now`, in environments that adjust, after `after` (by line id). Left out: lines whose allowance
- * resets inside the period and lines under a commitment (their amount is not the line's price of its usage).
+ * resets inside the period, lines under a commitment and lines priced in a custom price unit (their amount is not
+ * the line's price of its usage in the invoice's currency).
  */
 export async function candidates(db: Db, now: Date, after: string, limit: number, reach: Fragment): Promise<CandidateRow[]> {
   return db<CandidateRow[]>`${LINE(db)}
     WHERE li.id > ${after} AND li.status = 'published' AND li.price_type = 'USAGE' AND li.meter_id IS NOT NULL
-      AND li.subscription_line_item_id IS NOT NULL AND li.commitment_info IS NULL
+      AND li.subscription_line_item_id IS NOT NULL AND li.commitment_info IS NULL AND li.price_unit_amount IS NULL
       AND li.calculation->>'kind' = 'usage' AND li.calculation->>'allowance_windows' IS NULL
       AND (li.calculation->>'usage_end')::timestamptz > (li.calculation->>'usage_start')::timestamptz
       AND i.invoice_type = 'SUBSCRIPTION' AND i.invoice_status = 'FINALIZED' AND i.status = 'published'
