@@ -15,7 +15,7 @@ const [periodStart, periodEnd] = [month(-1), month(0)]
 const day = (n: number) => new Date(periodStart.getTime() + (n - 1) * 86_400_000 + 10 * 3_600_000).toISOString()
 const range = { start_time: periodStart.toISOString(), end_time: periodEnd.toISOString() }
 const ids = {} as Record<'meter' | 'feature' | 'customer' | 'external', string>
-const NUMBERS = ['received', 'stored', 'duplicates', 'rejected', 'corrected', 'counted', 'billed', 'unsettled', 'billed_quantity']
+const NUMBERS = ['received', 'stored', 'duplicates', 'rejected', 'corrected', 'counted', 'billed', 'adjusted', 'unsettled', 'billed_quantity']
 
 beforeAll(async () => {
   h = await startHarness({ env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0', INVOICE_GRACE_PERIOD_MINUTES: '0' } })
@@ -52,12 +52,12 @@ describe('the reconciliation column set of the analytics export', () => {
     const report = await h.http('GET', `/v1/customers/${ids.customer}/usage/reconciliation?start_time=${range.start_time}&end_time=${range.end_time}&meter_ids=${ids.meter}`)
     expect(report.status, JSON.stringify(report.body)).toBe(200)
     const m = report.body.meters[0]
-    // 3 stored + 1 duplicate + 1 rejected received, none corrected; the 3 counted, on the finalized invoice, none unsettled.
-    expect(NUMBERS.map((n) => String(m[n]))).toEqual(['5', '3', '1', '1', '0', '3', '3', '0', '3'])
+    // 3 stored + 1 duplicate + 1 rejected received, none corrected; the 3 counted, on the finalized invoice, none adjusted or unsettled.
+    expect(NUMBERS.map((n) => String(m[n]))).toEqual(['5', '3', '1', '1', '0', '3', '3', '0', '0', '3'])
     for (const body of [{ external_customer_id: ids.external }, {}]) {
       const rows = await exported({ ...body, feature_ids: [ids.feature], window_size: 'DAY', columns: ['reconciliation'] })
       const header = rows[0]
-      expect(header.slice(-10)).toEqual(['row_type', ...NUMBERS])
+      expect(header.slice(-11)).toEqual(['row_type', ...NUMBERS])
       const col = (row: string[], name: string) => row[header.indexOf(name)]
       // Day 2 (2 calls, 0.20) and day 5 (1 call, 0.10), their reconciliation cells empty; then the range's row.
       expect(rows.slice(1).map((r) => [col(r, 'row_type'), r[0], col(r, 'usage'), col(r, 'cost'), col(r, 'received')])).toEqual([

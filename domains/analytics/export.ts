@@ -55,7 +55,7 @@ const NUMBER = 'number' as const
 /** The reconciliation set: a row's kind, then the report's numbers (empty on window rows). */
 const RECONCILIATION: CsvColumn[] = [
   { name: 'row_type' },
-  ...['received', 'stored', 'duplicates', 'rejected', 'corrected', 'counted', 'billed', 'unsettled', 'billed_quantity'].map((name) => ({ name, kind: NUMBER })),
+  ...['received', 'stored', 'duplicates', 'rejected', 'corrected', 'counted', 'billed', 'adjusted', 'unsettled', 'billed_quantity'].map((name) => ({ name, kind: NUMBER })),
 ]
 
 /** The columns: fixed ones, one per grouped property, one per metadata key, then the column sets asked for. */
@@ -298,6 +298,7 @@ export function analyticsExport(deps: Deps, actor: Actor, r: AnalyticsExportRequ
             m.corrected,
             m.counted,
             m.billed,
+            m.adjusted,
             m.unsettled,
             m.billed_quantity,
           ]

@@ -98,7 +98,18 @@ describe.each(modes)('usage reconciliation, $mode mode', ({ kafka, skip }) => {
     // unsettled in count (the late call +1, the cancelled one −1).
     const cancel = await h.http('POST', '/v1/events/corrections', { body: { items: [{ event_id: 'c2', action: 'cancel', reason: 'test call' }] } })
     expect(cancel.body.items[0].status, JSON.stringify(cancel.body)).toBe('applied')
-    expect((await byMeter())[calls]).toMatchObject({ stored: 4, corrected: 1, counted: 3, billed: 3, unsettled: 0 })
+    expect((await byMeter())[calls]).toMatchObject({ stored: 4, corrected: 1, counted: 3, billed: 3, adjusted: 0, unsettled: 0 })
+
+    // Two more late calls: unsettled 2 until the usage-adjustments job bills them (2 × 0.10 on a USAGE_ADJUSTMENT
+    // invoice), then adjusted 2 and nothing unsettled; billed stays what the invoice saw.
+    expect((await h.http('POST', '/v1/events/bulk', { body: { events: [event('late2', inPeriod(26), 'us'), event('late3', inPeriod(27), 'us')] } })).status).toBe(202)
+    await until('the late calls are stored', async () => (await byMeter())[calls].stored === 6)
+    expect((await byMeter())[calls]).toMatchObject({ counted: 5, billed: 3, adjusted: 0, unsettled: 2 })
+    const adjusting = await h.http('POST', '/v1/jobs/usage-adjustments/run')
+    expect(adjusting.body.summary, JSON.stringify(adjusting.body)).toMatchObject({ charged: 1, failed: 0 })
+    const adjustment = (await h.http('GET', `/v1/invoices?customer_id=${cus.id}&billing_reason=USAGE_ADJUSTMENT`)).body.items
+    expect(adjustment.map((i: { total: string }) => i.total)).toEqual(['0.2'])
+    expect((await byMeter())[calls]).toMatchObject({ counted: 5, billed: 3, adjusted: 2, unsettled: 0 })
 
     // Outside the period: nothing. Bad input: 400 naming the field; an unknown customer: 404; another tenant: 404.
     const empty = await h.http('GET', `/v1/customers/${cus.id}/usage/reconciliation?start_time=2020-01-01T00:00:00Z&end_time=2020-02-01T00:00:00Z&meter_ids=${calls}`)

@@ -1,6 +1,7 @@
 // The usage reconciliation report (GET /v1/customers/{id}/usage/reconciliation): per meter, a customer's events of a
 // range as received, stored, dropped as duplicates, rejected, corrected, counted by the meter, billed on finalized
-// invoices, and unsettled (counted now in billed windows but not as billed: late events and corrections since), so a
+// invoices, adjusted since by the usage-adjustments job, and unsettled (counted now in billed windows but neither billed
+// nor adjusted: late events and corrections the job has not settled yet), so a
 // finance team can show every event counted once and billed once. How each number is obtained: docs/analytics.md.
 import { validationError } from '../../../core/errors.ts'
 import { D } from '../../../core/money.ts'
@@ -57,7 +58,7 @@ export async function usageReconciliation(deps: Deps, scope: Scope, customerId: 
       const o = outcomes.get(m.event_name) ?? { stored: 0, duplicates: 0, rejected: 0, corrected: 0 }
       const own = lines.filter((l) => l.meter_id === m.id)
       // Each line's window, cut to the range.
-      const windows = own.map((l) => ({ start: new Date(Math.max(l.usage_start.getTime(), start.getTime())), end: new Date(Math.min(l.usage_end.getTime(), end.getTime())), finalizedAt: l.finalized_at }))
+      const windows = own.map((l) => ({ start: new Date(Math.max(l.usage_start.getTime(), start.getTime())), end: new Date(Math.min(l.usage_end.getTime(), end.getTime())), finalizedAt: l.finalized_at, settledAt: l.settled_at }))
       const isReady = m.ready_revision > 0
       const billed = isReady ? await billedEvents(deps.ch, { scope, externalCustomerId: customer.external_id, meter: analyticsMeter(m), windows }) : null
       return {
@@ -71,7 +72,8 @@ export async function usageReconciliation(deps: Deps, scope: Scope, customerId: 
         corrected: o.corrected,
         counted: isReady ? Number(counted.get(m.id) ?? 0) : null,
         billed: billed?.billed ?? null,
-        unsettled: billed ? billed.current - billed.billed : null,
+        adjusted: billed ? billed.settled - billed.billed : null,
+        unsettled: billed ? billed.current - billed.settled : null,
         billed_quantity: own.reduce((a, l) => a.plus(l.quantity), new D(0)),
         invoices: own.map((l) => ({ invoice_id: l.invoice_id, line_item_id: l.line_item_id, usage_start: l.usage_start, usage_end: l.usage_end, quantity: new D(l.quantity), finalized_at: l.finalized_at })),
       }

@@ -54,12 +54,16 @@ export interface BilledWindow {
   end: Date
   /** When the invoice was finalized: the usage it billed was read just before. */
   finalizedAt: Date
+  /** When its usage was last settled by a usage adjustment (else finalizedAt): the usage the adjustment read. */
+  settledAt: Date
 }
 
 /** A meter's events in the windows finalized invoices billed: as the invoices saw them, and as stored now. */
 export interface BilledCount {
   /** Counted and stored (inserted) by the time each window's invoice was finalized, less what was cancelled by then. */
   billed: number
+  /** Likewise by the time each window was last settled (its last usage adjustment): billed plus what adjustments settled. */
+  settled: number
   /** Counted now in the same windows: late events and corrections since make it differ (unsettled). */
   current: number
 }
@@ -70,7 +74,7 @@ export interface BilledCount {
  * but not billed; a cancel row (sign -1, sql/clickhouse/0010) counts by the time its cancellation was stored.
  */
 export async function billedEvents(ch: ClickHouse, q: Omit<CustomerRange, 'start' | 'end'> & { meter: AnalyticsMeter; windows: BilledWindow[] }): Promise<BilledCount> {
-  if (q.windows.length === 0) return { billed: 0, current: 0 }
+  if (q.windows.length === 0) return { billed: 0, settled: 0, current: 0 }
   const p: Record<string, unknown> = {
     tenant: q.scope.tenantId,
     env: q.scope.environmentId,
@@ -84,11 +88,12 @@ export async function billedEvents(ch: ClickHouse, q: Omit<CustomerRange, 'start
     p[`a${i}`] = chDateTime(w.start)
     p[`b${i}`] = chDateTime(w.end)
     p[`f${i}`] = chDateTime(w.finalizedAt)
+    p[`s${i}`] = chDateTime(w.settledAt)
   })
   const windows = q.windows.map((_, i) => `(${within(i)})`).join(' OR ')
-  const seen = q.windows.map((_, i) => `(${within(i)} AND if(m.sign > 0, e.inserted_at, c.inserted_at) <= {f${i}:DateTime64(3, 'UTC')})`).join(' OR ')
+  const seenBy = (at: string) => q.windows.map((_, i) => `(${within(i)} AND if(m.sign > 0, e.inserted_at, c.inserted_at) <= {${at}${i}:DateTime64(3, 'UTC')})`).join(' OR ')
   const rs = await ch.client.query({
-    query: `SELECT toString(sumIf(m.sign, ${seen})) AS billed, toString(sum(m.sign)) AS current
+    query: `SELECT toString(sumIf(m.sign, ${seenBy('f')})) AS billed, toString(sumIf(m.sign, ${seenBy('s')})) AS settled, toString(sum(m.sign)) AS current
             FROM meter_usage AS m
             INNER JOIN (SELECT id, inserted_at FROM events WHERE ${SCOPE} AND event_name = {name:String} AND ${RANGE}) AS e ON m.event_id = e.id
             LEFT JOIN (SELECT event_id, inserted_at FROM event_cancellations WHERE ${SCOPE} AND event_name = {name:String} AND ${RANGE}) AS c ON m.event_id = c.event_id
@@ -98,6 +103,6 @@ export async function billedEvents(ch: ClickHouse, q: Omit<CustomerRange, 'start
     query_params: p,
     format: 'JSONEachRow',
   })
-  const [row] = await rs.json<{ billed: string; current: string }>()
-  return { billed: Number(row?.billed ?? 0), current: Number(row?.current ?? 0) }
+  const [row] = await rs.json<{ billed: string; settled: string; current: string }>()
+  return { billed: Number(row?.billed ?? 0), settled: Number(row?.settled ?? 0), current: Number(row?.current ?? 0) }
 }
