@@ -40,7 +40,7 @@ let meterId: string
 let eventName: string
 
 beforeAll(async () => {
-  h = await startHarness({ env: { METER_BACKFILL_SETTLE_SECONDS: '0' } })
+  h = await startHarness({ env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' } })
   const sandbox = await h.http('POST', '/v1/secrets/api/keys', { body: { name: 'sandbox admin', roles: ['admin'], environment_id: h.tenant.environments.sandbox } })
   key = sandbox.body.api_key
   eventName = `calls-${Date.now()}`

@@ -13,7 +13,7 @@ let h: Harness
 let seed: PortalSeed
 
 beforeAll(async () => {
-  h = await startHarness({ clock, env: { METER_BACKFILL_SETTLE_SECONDS: '0' } })
+  h = await startHarness({ clock, env: { KAFKA_BROKERS: '', METER_BACKFILL_SETTLE_SECONDS: '0' } })
   seed = await seedPortal(h)
 })
 afterAll(() => h?.stop())

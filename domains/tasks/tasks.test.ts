@@ -8,7 +8,7 @@ import { createTask, getTask, taskErrors, updateTaskStatus } from './service.ts'
 import { runTask } from './run.ts'
 
 // The test's file server listens on 127.0.0.1, an internal address the operator allows here.
-const t = twoTenants({ env: { TASK_IMPORT_ALLOWED_HOSTS: '127.0.0.1' } })
+const t = twoTenants({ env: { KAFKA_BROKERS: '', TASK_IMPORT_ALLOWED_HOSTS: '127.0.0.1' } })
 let actor: Actor
 let server: Server
 let base: string
