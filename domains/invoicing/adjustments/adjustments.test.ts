@@ -112,6 +112,10 @@ describe('usage adjustments', () => {
     // 36 × 0.25 = 9.00 against 10.00 billed and paid.
     const notes = await creditNotesOf(flat.id)
     expect(notes.map((n: any) => [n.credit_note_type, n.credit_note_status, n.total_amount, n.memo])).toEqual([['REFUND', 'FINALIZED', '1', `usage correction: usage adjustment for ${PERIOD}`]])
+    // It names the four corrections it settles.
+    const corrections = (await ok('GET', `/v1/events/corrections?external_customer_id=${cus.flat.external_id}`)).items.map((c: any) => c.id)
+    expect(notes[0].metadata.corrections.split(',').sort()).toEqual(corrections.sort())
+    expect(corrections).toHaveLength(4)
     expect(await adjust()).toMatchObject({ credited: 0, charged: 0 })
     expect(await creditNotesOf(flat.id)).toHaveLength(1)
   })

@@ -21,6 +21,8 @@ import { serviceUsage } from '../invoices/usage-batch.ts'
 import * as store from './store.ts'
 
 const PAGE = 200
+/** Corrections named on one document at most (metadata values stay short; the rest are in GET /v1/events/corrections). */
+const NAMED_CORRECTIONS = 20
 
 export interface AdjustmentSummary {
   lines: number
@@ -64,7 +66,7 @@ async function settledLine(deps: Deps, scope: Scope, line: store.CandidateRow, c
 }
 
 /** More usage: a one-off invoice of the difference, taxed at the original invoice's rates, finalized. */
-async function issueCharge(deps: Deps, actor: Actor, line: store.CandidateRow, a: store.AdjustmentRow, rates: TaxRate[]): Promise<string> {
+async function issueCharge(deps: Deps, actor: Actor, line: store.CandidateRow, a: store.AdjustmentRow, rates: TaxRate[], named: Record<string, string>): Promise<string> {
   const invoice = await createInvoice(deps, actor, {
     customer_id: line.invoice_customer_id,
     subscription_id: line.invoice_subscription_id,
@@ -93,14 +95,14 @@ async function issueCharge(deps: Deps, actor: Actor, line: store.CandidateRow, a
     // The original rates, and only those (no rates named would mean the customer's automatic rates of today).
     prepared_tax_rates: rates.map((r) => ({ id: r.id, tax_rate_type: 'percentage' as const, percentage_value: String(r.percentage_value) })),
     tax_rate_overrides: [],
-    metadata: { usage_adjustment: a.id, adjusted_invoice_id: line.invoice_id, adjusted_line_item_id: line.id },
+    metadata: { usage_adjustment: a.id, adjusted_invoice_id: line.invoice_id, adjusted_line_item_id: line.id, ...named },
   })
   if (invoice.invoice_status === 'DRAFT') await finalizeDraft(deps, actor, auditOf(deps, actor), invoice.id)
   return invoice.id
 }
 
 /** Less usage: a credit note on the original line (refund or adjustment by its payment state), capped at what is still creditable. */
-async function issueCredit(deps: Deps, actor: Actor, line: Pick<store.CandidateRow, 'id' | 'invoice_id'>, a: store.AdjustmentRow, period: string): Promise<string | null> {
+async function issueCredit(deps: Deps, actor: Actor, line: store.CandidateRow, a: store.AdjustmentRow, named: Record<string, string>): Promise<string | null> {
   const creditable = await creditableOf(deps, actor, line.invoice_id)
   const onLine = creditable.lines.find((l) => l.invoice_line_item_id === line.id)?.amount ?? new D(0)
   const amount = D.min(new D(a.total).abs(), onLine, creditable.total)
@@ -108,10 +110,10 @@ async function issueCredit(deps: Deps, actor: Actor, line: Pick<store.CandidateR
   const note = await createCreditNote(deps, actor, {
     invoice_id: line.invoice_id,
     reason: 'BILLING_ERROR',
-    memo: `usage correction: usage adjustment for ${period}`,
+    memo: `usage correction: usage adjustment for ${periodName(line)}`,
     line_items: [{ invoice_line_item_id: line.id, amount: amount.toFixed() }],
     idempotency_key: documentKey(a.adjustment_key),
-    metadata: { reason: 'usage_correction', usage_adjustment: a.id, settled_usage: a.settled_usage },
+    metadata: { reason: 'usage_correction', usage_adjustment: a.id, settled_usage: a.settled_usage, ...named },
     process_credit_note: true,
   })
   return note.id
@@ -119,7 +121,10 @@ async function issueCredit(deps: Deps, actor: Actor, line: Pick<store.CandidateR
 
 async function issue(deps: Deps, scope: Scope, line: store.CandidateRow, a: store.AdjustmentRow, rates: TaxRate[]): Promise<void> {
   const actor = systemActor(scope)
-  const id = a.kind === 'charge' ? await issueCharge(deps, actor, line, a, rates) : await issueCredit(deps, actor, line, a, periodName(line))
+  // The corrections it settles, by id; late events it counts (usage_delta) but does not list.
+  const corrections = await store.correctionsSince(deps.sql, scope, line.id, NAMED_CORRECTIONS)
+  const named: Record<string, string> = corrections.length > 0 ? { corrections: corrections.join(',') } : {}
+  const id = a.kind === 'charge' ? await issueCharge(deps, actor, line, a, rates, named) : await issueCredit(deps, actor, line, a, named)
   await store.markIssued(deps.sql, a.id, id ? (a.kind === 'charge' ? 'invoice' : 'credit_note') : null, id, deps.clock.now())
 }
 

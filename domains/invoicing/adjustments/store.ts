@@ -56,6 +56,26 @@ export interface CandidateRow {
   minimum_amount: string
 }
 
+/**
+ * The corrections (usage_corrections, 0870) of the line's customer and meter's events in its window applied since it
+ * was last settled (its last adjustment, else the invoice's finalization): what an adjustment now settles, named on it.
+ */
+export async function correctionsSince(db: Db, scope: Scope, lineId: string, limit: number): Promise<string[]> {
+  const rows = await db<{ id: string }[]>`
+    SELECT uc.id FROM invoice_line_items li
+    JOIN invoices i ON i.id = li.invoice_id
+    JOIN customers c ON c.id = li.customer_id
+    JOIN meters m ON m.id = li.meter_id
+    JOIN usage_corrections uc ON uc.tenant_id = li.tenant_id AND uc.environment_id = li.environment_id
+      AND uc.external_customer_id = c.external_id AND uc.event_name = m.event_name
+      AND uc.event_timestamp >= (li.calculation->>'usage_start')::timestamptz AND uc.event_timestamp < (li.calculation->>'usage_end')::timestamptz
+      AND uc.created_at >= COALESCE((SELECT max(a.created_at) FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id AND a.status = 'issued'), i.finalized_at)
+    WHERE li.tenant_id = ${scope.tenantId} AND li.environment_id = ${scope.environmentId} AND li.id = ${lineId}
+    ORDER BY uc.created_at, uc.id
+    LIMIT ${limit}`
+  return rows.map((r) => r.id)
+}
+
 const LINE = (db: Db) => db`
     SELECT li.id, li.tenant_id, li.environment_id, li.invoice_id, i.customer_id AS invoice_customer_id, i.subscription_id AS invoice_subscription_id,
            c.external_id AS external_customer_id, li.subscription_id, li.subscription_line_item_id, li.meter_id, li.display_name, i.currency,
