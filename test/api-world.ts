@@ -90,6 +90,10 @@ export async function buildWorld(h: Harness, key = h.key): Promise<World> {
   ids.creditNote = (await post('/v1/creditnotes', { invoice_id: paid.id, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: ids.invoiceLine, amount: '1.00' }] })).id
   // A message record (the world's customer has no email: recorded as skipped, nothing sent).
   ids.communication = (await post(`/v1/invoices/${ids.invoiceOpen}/comms/trigger`)).communication.id
+  // A credit hold (on credits of its own, loaded once the invoices above are settled: finalizing takes a wallet's credits) and a cost sheet.
+  await post(`/v1/wallets/${ids.wallet}/top-up`, { credits_to_add: '10', transaction_reason: 'FREE_CREDIT_GRANT' })
+  ids.hold = (await post(`/v1/wallets/${ids.wallet}/holds`, { amount: '1' })).id
+  ids.costSheet = (await post('/v1/costs', { name: unique('costs') })).costsheet.id
 
   ids.endpoint = (await post('/v1/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook', disabled: true })).id
   ids.connection = (await post('/v1/connections', { name: 'stripe', provider_type: 'stripe', encrypted_secret_data: { stripe: { secret_key: 'sk_test_x', webhook_secret: 'whsec_x' } } })).id
@@ -222,6 +226,14 @@ export function sampleBodies(w: World): Record<string, Record<string, unknown>[]
     'POST /v1/wallets/search': [{ limit: 5 }],
     'POST /v1/wallets/{id}/top-up': [{ credits_to_add: '10', transaction_reason: 'FREE_CREDIT_GRANT', idempotency_key: unique('t') }],
     'POST /v1/wallets/{id}/debit': [{ credits: '1', idempotency_key: unique('d') }],
+    'POST /v1/wallets/{id}/holds': [{ amount: '1', expires_in_seconds: 60, idempotency_key: unique('h'), metadata: { a: 'b' } }, { feature_id: ids.feature, quantity: '1' }],
+    'POST /v1/wallets/holds/{id}/settle': [{ amount: '0.5', allow_overage: false }, { quantity: '1' }],
+    'POST /v1/customers/{id}/entitlements/check': [{ feature_id: ids.feature, quantity: 1 }, { feature_id: ids.feature, quantity: '1', reserve: true, reservation_expires_in_seconds: 60 }],
+    'PUT /v1/subscriptions/{id}/spending-limit': [{ spending_limit: '100' }, { spending_limit: null }],
+    'POST /v1/costs': [{ name: unique('sheet'), lookup_key: unique('sheet-key'), description: 'LLM tokens', metadata: { a: 'b' } }],
+    ...Object.fromEntries(['analytics', 'analytics-v2', 'analytics/export'].map((p) => [`POST /v1/costs/${p}`, [{ external_customer_id: names.customer, feature_ids: [ids.feature], group_by: ['source'], window_size: 'DAY', ...RANGE() }]])),
+    'POST /v1/costs/search': [{ limit: 5 }],
+    'PUT /v1/costs/{id}': [{ name: 'Renamed sheet' }],
     'POST /v1/creditgrants': [
       { name: unique('g'), scope: 'PLAN', plan_id: ids.plan, credits: '5', cadence: 'ONETIME' },
       { name: unique('g'), scope: 'SUBSCRIPTION', subscription_id: ids.subscription, credits: '5', cadence: 'ONETIME', start_date: inDays(0) },
@@ -365,7 +377,9 @@ const ID_KIND: [string, string][] = [
   ['/v1/entitlements/', 'entitlement'],
   ['/v1/subscriptions/', 'subscription'],
   ['/v1/groups/', 'group'],
+  ['/v1/wallets/holds/', 'hold'],
   ['/v1/wallets/', 'wallet'],
+  ['/v1/costs/', 'costSheet'],
   ['/v1/creditgrants/', 'creditGrant'],
   ['/v1/invoices/', 'invoice'],
   ['/v1/creditnotes/', 'creditNote'],

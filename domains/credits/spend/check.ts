@@ -18,7 +18,7 @@ import { eventLogOf } from '../../../infra/event-log.ts'
 import { ReadCache } from '../../../infra/read-cache.ts'
 import { insertRecord } from '../../../infra/records.ts'
 import { features } from '../../catalog/features/service.ts'
-import { auditOf, everyItem, transaction } from '../../records/service.ts'
+import { auditOf, everyItem, referenced, transaction } from '../../records/service.ts'
 import { customerEntitlements } from '../../subscriptions/entitlements.ts'
 import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { meterUsage } from '../../usage/queries/service.ts'
@@ -61,7 +61,11 @@ function cached<V>(deps: Deps, name: string, key: unknown[], load: () => Promise
 let reservationsWritten = 0
 
 async function featureIdOf(deps: Deps, actor: Actor, input: CheckRequest): Promise<string> {
-  if (input.feature_id) return input.feature_id
+  if (input.feature_id) {
+    // An id of no feature of this environment (a typo, another tenant's) is a 404 naming the field, not "not entitled".
+    const id = input.feature_id
+    return cached(deps, 'feature-id', [actor.tenantId, actor.environmentId, id], async () => (await referenced('feature_id', features.get(deps, actor, id))).id)
+  }
   if (!input.feature_lookup_key) throw validationError('feature_id', 'give feature_id or feature_lookup_key')
   const key = input.feature_lookup_key
   return cached(deps, 'feature', [actor.tenantId, actor.environmentId, key], async () => {
