@@ -7,6 +7,7 @@ import { fixedClock } from '../../../core/clock.ts'
 import { customer, fixedPrice, plan, subscribed, usagePrice } from '../../../test/catalog.ts'
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import { readyMeter, send } from '../../../test/usage-helpers.ts'
+import { runUsageAdjustments } from './run.ts'
 
 const DAY = 86_400_000
 // Recent days: a correction needs its event inside the dedup window (35 days) by the real clock.
@@ -138,6 +139,25 @@ describe('usage adjustments', () => {
     await send(h, during(11, 1, 'tiered-late-c'), { customer: cus.tiered.external_id, name: 'tiered_call' })
     expect(await adjust()).toMatchObject({ charged: 1, credited: 0, failed: 0 })
     expect((await adjustmentsOf(cus.tiered.id)).map((i: any) => i.total)).toEqual(['11.8', '0.59'])
+  })
+
+  it("a customer on a test clock: left alone by the wall clock's run, adjusted by its clock's", async () => {
+    const sandbox = await ok('POST', '/v1/secrets/api/keys', { name: 'sandbox', roles: ['admin'], environment_id: h.tenant.environments.sandbox }, 201)
+    const made = await h.http('POST', '/v1/test_clocks', { body: { name: 'adjustments', frozen_time: clock.now().toISOString() }, key: sandbox.api_key })
+    expect(made.status, JSON.stringify(made.body)).toBe(201)
+    const { sql } = h.running.deps
+    // Only the selection is under test: the customer is put on the clock directly.
+    await sql`UPDATE customers SET test_clock_id = ${made.body.id} WHERE id = ${cus.flat.id}`
+    try {
+      // Back to 40 calls: 4 × 0.25 = 1.00 to charge, by the clock's run only.
+      await send(h, during(14, 4, 'flat-late'), { customer: cus.flat.external_id, name: 'flat_call' })
+      expect(await adjust()).toMatchObject({ charged: 0, failed: 0 })
+      expect(await adjustmentsOf(cus.flat.id)).toEqual([])
+      expect(await runUsageAdjustments({ ...h.running.deps, testClockId: made.body.id })).toMatchObject({ lines: 1, charged: 1, failed: 0 })
+      expect((await adjustmentsOf(cus.flat.id)).map((i) => i.total)).toEqual(['1'])
+    } finally {
+      await sql`UPDATE customers SET test_clock_id = NULL WHERE id = ${cus.flat.id}`
+    }
   })
 
   it('late_usage ignore: late calls are left alone', async () => {
