@@ -9,6 +9,7 @@ import { D, type Decimal } from '../../../core/money.ts'
 import type { PriceInput } from '../../../core/pricing/index.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
+import type { Fragment } from '../../../infra/records.ts'
 import type { Progress } from '../../../infra/scheduler.ts'
 import { inReach } from '../../customers/reach.ts'
 import { auditOf, systemActor } from '../../records/service.ts'
@@ -163,8 +164,8 @@ const fieldsOf = (line: store.CandidateRow, current: Decimal, a: UsageAdjustment
 })
 
 /** Adjustments a stopped run claimed but did not issue: issued now with the amounts they were claimed with. */
-async function resumePending(deps: Deps, summary: AdjustmentSummary): Promise<void> {
-  for (const a of await store.pending(deps.sql, PAGE)) {
+async function resumePending(deps: Deps, summary: AdjustmentSummary, reach: Fragment): Promise<void> {
+  for (const a of await store.pending(deps.sql, PAGE, reach)) {
     const scope = scopeOf(a)
     try {
       const line = await store.candidateById(deps.sql, scope, a.invoice_line_item_id)
@@ -179,9 +180,9 @@ async function resumePending(deps: Deps, summary: AdjustmentSummary): Promise<vo
 
 export async function runUsageAdjustments(deps: Deps, progress: Progress = () => {}): Promise<AdjustmentSummary> {
   const summary: AdjustmentSummary = { lines: 0, charged: 0, credited: 0, deferred: 0, resumed: 0, failed: 0, errors: [] }
-  await resumePending(deps, summary)
-  const contexts = new Map<string, BillingContext>()
   const reach = inReach(deps.sql, deps, 'li.customer_id')
+  await resumePending(deps, summary, reach)
+  const contexts = new Map<string, BillingContext>()
   for (let after = ''; ; ) {
     const page = await store.candidates(deps.sql, deps.clock.now(), after, PAGE, reach)
     if (page.length === 0) break

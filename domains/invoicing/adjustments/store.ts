@@ -134,7 +134,8 @@ export interface AdjustmentRow {
 }
 
 const COLUMNS = (db: Db) =>
-  db`id, invoice_id, invoice_line_item_id, adjustment_key, settled_usage::text AS settled_usage, usage_delta::text AS usage_delta, amount::text AS amount, tax::text AS tax, total::text AS total, kind, status, document_type, document_id`
+  db`a.id, a.invoice_id, a.invoice_line_item_id, a.adjustment_key, a.settled_usage::text AS settled_usage, a.usage_delta::text AS usage_delta, a.amount::text AS amount,
+    a.tax::text AS tax, a.total::text AS total, a.kind, a.status, a.document_type, a.document_id`
 
 /** Claims the key: the row written now, or the one already holding it (a rerun, or another worker). */
 export async function claim(db: Db, scope: Scope, a: Omit<AdjustmentRow, 'id' | 'status' | 'document_type' | 'document_id'>, at: Date): Promise<AdjustmentRow> {
@@ -142,7 +143,7 @@ export async function claim(db: Db, scope: Scope, a: Omit<AdjustmentRow, 'id' | 
     VALUES (${newId('uadj')}, ${scope.tenantId}, ${scope.environmentId}, ${a.invoice_id}, ${a.invoice_line_item_id}, ${a.adjustment_key}, ${a.settled_usage},
       ${a.usage_delta}, ${a.amount}, ${a.tax}, ${a.total}, ${a.kind}, ${at})
     ON CONFLICT (tenant_id, environment_id, adjustment_key) DO NOTHING`
-  const [row] = await db<AdjustmentRow[]>`SELECT ${COLUMNS(db)} FROM usage_adjustments
+  const [row] = await db<AdjustmentRow[]>`SELECT ${COLUMNS(db)} FROM usage_adjustments a
     WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND adjustment_key = ${a.adjustment_key}`
   return row
 }
@@ -152,7 +153,8 @@ export async function markIssued(db: Db, id: string, documentType: 'invoice' | '
   await db`UPDATE usage_adjustments SET status = 'issued', document_type = ${documentType}, document_id = ${documentId}, issued_at = ${at} WHERE id = ${id}`
 }
 
-/** Adjustments a stopped run left pending (claimed, document not yet recorded), oldest first. */
-export async function pending(db: Db, limit: number): Promise<(AdjustmentRow & { tenant_id: string; environment_id: string })[]> {
-  return db`SELECT ${COLUMNS(db)}, tenant_id, environment_id FROM usage_adjustments WHERE status = 'pending' ORDER BY seq LIMIT ${limit}`
+/** Adjustments a stopped run left pending (claimed, document not yet recorded) of customers in `reach` (on li.customer_id), oldest first. */
+export async function pending(db: Db, limit: number, reach: Fragment): Promise<(AdjustmentRow & { tenant_id: string; environment_id: string })[]> {
+  return db`SELECT ${COLUMNS(db)}, a.tenant_id, a.environment_id FROM usage_adjustments a JOIN invoice_line_items li ON li.id = a.invoice_line_item_id
+    WHERE a.status = 'pending' AND ${reach} ORDER BY a.seq LIMIT ${limit}`
 }
