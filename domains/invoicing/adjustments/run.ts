@@ -18,7 +18,7 @@ import { createCreditNote, creditableOf } from '../creditnotes/service.ts'
 import { allowanceOf, loadContexts, type BillingContext } from '../invoices/billing.ts'
 import { finalizeDraft } from '../invoices/finalize.ts'
 import { createInvoice } from '../invoices/service.ts'
-import { serviceUsage } from '../invoices/usage-batch.ts'
+import { prefetchUsage, type UsageReader, type UsageRequest } from '../invoices/usage-batch.ts'
 import * as store from './store.ts'
 
 const PAGE = 200
@@ -38,6 +38,7 @@ export interface AdjustmentSummary {
 }
 
 const scopeOf = (r: { tenant_id: string; environment_id: string }): Scope => ({ tenantId: r.tenant_id, environmentId: r.environment_id })
+const scopeKey = (r: { tenant_id: string; environment_id: string }): string => `${r.tenant_id}|${r.environment_id}`
 const day = (d: Date) => d.toISOString().slice(0, 10)
 const periodName = (l: store.CandidateRow) => `${day(l.usage_start)} – ${day(l.usage_end)}`
 const documentKey = (key: string) => `usage-adjustment-${key}`
@@ -130,9 +131,20 @@ async function issue(deps: Deps, scope: Scope, line: store.CandidateRow, a: stor
 }
 
 /** The adjustment of one line, if its usage moved and the difference is worth issuing now. */
-async function adjustLine(deps: Deps, line: store.CandidateRow, contexts: Map<string, BillingContext>, summary: AdjustmentSummary): Promise<void> {
+const usageRequest = (line: store.CandidateRow): UsageRequest => ({ meterId: line.meter_id, externalCustomerId: line.external_customer_id, start: line.usage_start, end: line.usage_end })
+
+/** A page's usage, read a scope, meter and window at a time for all its customers (as a billing run reads it). */
+async function pageUsage(deps: Deps, page: store.CandidateRow[]): Promise<Map<string, UsageReader>> {
+  const byScope = new Map<string, store.CandidateRow[]>()
+  for (const line of page) byScope.set(scopeKey(line), [...(byScope.get(scopeKey(line)) ?? []), line])
+  const readers = new Map<string, UsageReader>()
+  for (const [key, lines] of byScope) readers.set(key, await prefetchUsage(deps, scopeOf(lines[0]), lines.map(usageRequest)))
+  return readers
+}
+
+async function adjustLine(deps: Deps, line: store.CandidateRow, read: UsageReader, contexts: Map<string, BillingContext>, summary: AdjustmentSummary): Promise<void> {
   const scope = scopeOf(line)
-  const current = await serviceUsage(deps, scope)({ meterId: line.meter_id, externalCustomerId: line.external_customer_id, start: line.usage_start, end: line.usage_end })
+  const current = await read(usageRequest(line))
   const settledUsage = new D(line.adjusted_usage ?? line.quantity)
   if (current.eq(settledUsage)) return
   const settled = await settledLine(deps, scope, line, contexts)
@@ -187,9 +199,10 @@ export async function runUsageAdjustments(deps: Deps, progress: Progress = () =>
     const page = await store.candidates(deps.sql, deps.clock.now(), after, PAGE, reach)
     if (page.length === 0) break
     after = page[page.length - 1].id
+    const usage = await pageUsage(deps, page)
     for (const line of page) {
       try {
-        await adjustLine(deps, line, contexts, summary)
+        await adjustLine(deps, line, usage.get(scopeKey(line))!, contexts, summary)
       } catch (err) {
         // One line that cannot be adjusted now is left for the next run instead of holding up the rest.
         summary.failed++
