@@ -1,5 +1,5 @@
 // One customer: details, subscriptions, entitlements (merged across subscriptions and addons),
-// wallets, invoices and a usage chart for them.
+// wallets, invoices, a usage chart and the usage reconciliation for them.
 import { html, useState } from '../lib/html.js'
 import { useSession } from '../lib/session-context.js'
 import { useApi } from '../lib/use-api.js'
@@ -9,6 +9,7 @@ import { Badge, Empty, ErrorBox, Facts, Id, Loading, Pager, Section } from '../c
 import { InvoiceTable } from '../components/invoice-table.js'
 import { Wallet } from '../components/wallet.js'
 import { UsagePanel } from '../components/usage-panel.js'
+import { ReconciliationPanel } from '../components/reconciliation.js'
 
 /** A section that loads its own list and shows its own error, so one failing part never blanks the page. */
 function Loaded({ result, children }) {
@@ -79,6 +80,7 @@ export function CustomerPage({ id }) {
         ]} />
       </header>
       <${Section} title="Usage"><${UsagePanel} customer=${c.external_id} /><//>
+      <${Section} title="Usage reconciliation"><${ReconciliationPanel} customerId=${c.id} /><//>
       <div class="grid2"><${Subscriptions} id=${id} /><${Entitlements} id=${id} /></div>
       <${Wallets} id=${id} />
       <${Invoices} id=${id} />`}`
