@@ -58,19 +58,24 @@ const RECONCILIATION: CsvColumn[] = [
   ...['received', 'stored', 'duplicates', 'rejected', 'corrected', 'counted', 'billed', 'adjusted', 'unsettled', 'billed_quantity'].map((name) => ({ name, kind: NUMBER })),
 ]
 
+/** What a row of usage is about, and one column per grouped property: the first columns of this export and of the cost export. */
+export const groupColumns = (keys: string[]): CsvColumn[] => [
+  { name: 'window_start' },
+  { name: 'customer_id' },
+  { name: 'external_customer_id' },
+  { name: 'customer_name' },
+  { name: 'meter_id' },
+  { name: 'meter_name' },
+  { name: 'feature_id' },
+  { name: 'feature_name' },
+  { name: 'source' },
+  ...keys.filter((k) => k.startsWith('properties.')).map((name) => ({ name })),
+]
+
 /** The columns: fixed ones, one per grouped property, one per metadata key, then the column sets asked for. */
 function columnsOf(keys: string[], metadata: string[], reconciliation: boolean): CsvColumn[] {
   return [
-    { name: 'window_start' },
-    { name: 'customer_id' },
-    { name: 'external_customer_id' },
-    { name: 'customer_name' },
-    { name: 'meter_id' },
-    { name: 'meter_name' },
-    { name: 'feature_id' },
-    { name: 'feature_name' },
-    { name: 'source' },
-    ...keys.filter((k) => k.startsWith('properties.')).map((name) => ({ name })),
+    ...groupColumns(keys),
     { name: 'event_count', kind: NUMBER },
     { name: 'usage', kind: NUMBER },
     { name: 'cost', kind: NUMBER },

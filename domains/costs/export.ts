@@ -8,6 +8,7 @@ import { AppError } from '../../core/errors.ts'
 import type { Actor } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import { breakdownKeys, resolveRequest, type AnalyticsRequest } from '../analytics/service.ts'
+import { groupColumns } from '../analytics/export.ts'
 import { findCustomerByExternalId, type CustomerRow } from '../customers/service.ts'
 import { customersWithUsage } from '../usage/analytics/store.ts'
 import { costAnalytics, type CostAnalytics } from './analytics.ts'
@@ -39,16 +40,7 @@ export function costExport(deps: Deps, actor: Actor, r: AnalyticsRequest): CostE
   const keys = breakdownKeys(r.groupBy)
   const properties = keys.filter((k) => k.startsWith('properties.'))
   const columns: CsvColumn[] = [
-    { name: 'window_start' },
-    { name: 'customer_id' },
-    { name: 'external_customer_id' },
-    { name: 'customer_name' },
-    { name: 'meter_id' },
-    { name: 'meter_name' },
-    { name: 'feature_id' },
-    { name: 'feature_name' },
-    { name: 'source' },
-    ...properties.map((name) => ({ name })),
+    ...groupColumns(keys),
     { name: 'event_count', kind: NUMBER },
     { name: 'usage', kind: NUMBER },
     { name: 'revenue', kind: NUMBER },
