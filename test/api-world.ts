@@ -366,6 +366,7 @@ const ID_KIND: [string, string][] = [
   ['/v1/secrets/api/keys/', 'apiKey'],
   ['/v1/customers/', 'customer'],
   ['/v1/customer/portal/invoices/', 'invoice'],
+  ['/v1/customer/portal/creditnotes/', 'creditNote'],
   ['/v1/customer/portal/subscriptions/', 'subscription'],
   ['/v1/customer/portal/wallets/', 'wallet'],
   ['/v1/meters/', 'meter'],

@@ -20,6 +20,7 @@ export interface PortalSeed {
   wallet: any
   subscription: any
   theirInvoice: any
+  theirCreditNote: any
   theirWallet: any
   theirSubscription: any
 }
@@ -61,8 +62,10 @@ export async function seedPortal(h: Harness, { ourName = 'Acme Analytics', their
   const wallet = await ok(h, 'POST', '/v1/wallets', { customer_id: ours.id, currency: 'USD', conversion_rate: '1', initial_credits_to_load: '50' })
   await ok(h, 'POST', `/v1/wallets/${wallet.id}/top-up`, { credits_to_add: '25', transaction_reason: 'FREE_CREDIT_GRANT' })
   const theirInvoice = await invoiceFor(h, theirs.id, '99.00', true)
+  const theirNote = await ok(h, 'POST', '/v1/creditnotes', { invoice_id: theirInvoice.id, reason: 'BILLING_ERROR', line_items: [{ invoice_line_item_id: theirInvoice.line_items[0].id, amount: '9.00' }] })
+  const theirCreditNote = theirNote.credit_note_status === 'DRAFT' ? await ok(h, 'POST', `/v1/creditnotes/${theirNote.id}/finalize`) : theirNote
   const theirWallet = await ok(h, 'POST', '/v1/wallets', { customer_id: theirs.id, currency: 'USD', conversion_rate: '1', initial_credits_to_load: '7' })
-  return { ours, theirs, feature, invoice, draft, creditNote, wallet, subscription, theirInvoice, theirWallet, theirSubscription }
+  return { ours, theirs, feature, invoice, draft, creditNote, wallet, subscription, theirInvoice, theirCreditNote, theirWallet, theirSubscription }
 }
 
 /** Opens a portal session for a customer with the harness's admin key. */

@@ -17,17 +17,18 @@ export const Subscriptions = ({ items }) => html`<${Card} id="subscriptions" tit
     )}</tbody></table>`}
 <//>`
 
-function PdfButton({ api, invoice }) {
+/** Downloads a document's PDF: `kind` is its path under the portal API (invoices, creditnotes). */
+function PdfButton({ api, kind, id, number }) {
   const [error, setError] = useState()
   const download = async () => {
     setError(undefined)
     try {
-      await saveResponse(await api.raw(`/invoices/${encodeURIComponent(invoice.id)}/pdf`), `${invoice.invoice_number ?? invoice.id}.pdf`)
+      await saveResponse(await api.raw(`/${kind}/${encodeURIComponent(id)}/pdf`), `${number ?? id}.pdf`)
     } catch (err) {
       setError(err)
     }
   }
-  return html`<button type="button" data-pdf=${invoice.id} onClick=${download}>PDF</button><${ErrorBox} error=${error} title="Download failed" />`
+  return html`<button type="button" data-pdf=${id} onClick=${download}>PDF</button><${ErrorBox} error=${error} title="Download failed" />`
 }
 
 export const Invoices = ({ api, items }) => html`<${Card} id="invoices" title="Invoices">
@@ -36,16 +37,17 @@ export const Invoices = ({ api, items }) => html`<${Card} id="invoices" title="I
     <tbody>${items.map(
       (i) => html`<tr data-invoice=${i.id}><td>${i.invoice_number ?? i.id}</td><td><${Badge} value=${i.invoice_status} /></td><td><${Badge} value=${i.payment_status} /></td>
         <td class="num">${money(i.total, i.currency)}</td><td class="num">${money(i.amount_remaining, i.currency)}</td><td>${day(i.due_date)}</td>
-        <td><${PdfButton} api=${api} invoice=${i} /></td></tr>`,
+        <td><${PdfButton} api=${api} kind="invoices" id=${i.id} number=${i.invoice_number} /></td></tr>`,
     )}</tbody></table>`}
 <//>`
 
-export const CreditNotes = ({ items }) => html`<${Card} id="credit-notes" title="Credit notes">
+export const CreditNotes = ({ api, items }) => html`<${Card} id="credit-notes" title="Credit notes">
   ${items.length === 0 ? html`<p class="muted">No credit notes.</p>` : html`<table class="list">
-    <thead><tr><th>Credit note</th><th>Status</th><th>Reason</th><th class="num">Total</th><th>Date</th></tr></thead>
+    <thead><tr><th>Credit note</th><th>Status</th><th>Reason</th><th class="num">Total</th><th>Date</th><th></th></tr></thead>
     <tbody>${items.map(
       (n) => html`<tr data-credit-note=${n.id}><td>${n.credit_note_number ?? n.id}</td><td><${Badge} value=${n.credit_note_status} /></td>
-        <td>${n.reason}${n.memo ? html` <small class="muted">${n.memo}</small>` : ''}</td><td class="num">${money(n.total_amount, n.currency)}</td><td>${day(n.created_at)}</td></tr>`,
+        <td>${n.reason}${n.memo ? html` <small class="muted">${n.memo}</small>` : ''}</td><td class="num">${money(n.total_amount, n.currency)}</td><td>${day(n.created_at)}</td>
+        <td><${PdfButton} api=${api} kind="creditnotes" id=${n.id} number=${n.credit_note_number} /></td></tr>`,
     )}</tbody></table>`}
 <//>`
 

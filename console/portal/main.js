@@ -63,7 +63,7 @@ function Portal({ api, onSignOut }) {
     <${ErrorBox} error=${history.error} title="The usage chart could not be loaded" />
     <${Subscriptions} items=${subscriptions.items} />
     <${Invoices} api=${api} items=${invoices.items} />
-    <${CreditNotes} items=${creditNotes.items} />
+    <${CreditNotes} api=${api} items=${creditNotes.items} />
     <${Wallets} api=${api} items=${wallets} />
     <p class="muted small">Read-only view of your account · updated ${when(new Date().toISOString())}</p>
   </main>`

@@ -75,6 +75,8 @@ describe('a session reads its one customer', () => {
     expect(pdf.status).toBe(200)
     expect(pdf.headers.get('content-type')).toBe('application/pdf')
     expect(String(pdf.body).startsWith('%PDF')).toBe(true)
+    const notePdf = await h.http('GET', `/v1/customer/portal/creditnotes/${seed.creditNote.id}/pdf`, { key: null, headers: { 'x-session-token': token } })
+    expect([notePdf.status, notePdf.headers.get('content-type'), String(notePdf.body).slice(0, 4)]).toEqual([200, 'application/pdf', '%PDF'])
   })
 
   it('finds nothing of another customer, nor a draft, by id: 404 as for an id that does not exist', async () => {
@@ -86,6 +88,8 @@ describe('a session reads its one customer', () => {
       `/wallets/${seed.theirWallet.id}`,
       `/wallets/${seed.theirWallet.id}/transactions`,
       `/subscriptions/${seed.theirSubscription.id}`,
+      `/creditnotes/${seed.theirCreditNote.id}/pdf`,
+      '/creditnotes/cn_does_not_exist/pdf',
       '/invoices/inv_does_not_exist',
     ]
     for (const path of probes) {

@@ -12,7 +12,8 @@ import { customerUsageSummary } from '../usage/queries/summary.ts'
 import { meterUsage } from '../usage/queries/service.ts'
 import { getInvoice, listInvoices, type InvoiceView } from '../invoicing/invoices/read.ts'
 import { invoicePdf } from '../invoicing/invoices/pdf.ts'
-import { listCreditNotes, type CreditNoteView } from '../invoicing/creditnotes/service.ts'
+import { getCreditNote, listCreditNotes, type CreditNoteView } from '../invoicing/creditnotes/service.ts'
+import { creditNotePdf } from '../invoicing/creditnotes/pdf.ts'
 import { customerWallets, getWallet, listTransactions, type WalletView } from '../credits/wallets/service.ts'
 import type { PortalActor } from './service.ts'
 
@@ -80,6 +81,12 @@ export async function portalInvoicePdf(deps: Deps, actor: PortalActor, id: strin
 
 export const portalCreditNotes = (deps: Deps, actor: PortalActor, params: ListParams): Promise<Page<CreditNoteView>> =>
   listCreditNotes(deps, actor, { params, filters: { customer_id: customerOf(actor), credit_note_status: SHOWN_STATUSES } })
+
+export async function portalCreditNotePdf(deps: Deps, actor: PortalActor, id: string): Promise<{ note: CreditNoteView; pdf: Buffer }> {
+  const note = owned(actor, 'credit note', id, await getCreditNote(deps, actor, id))
+  if (!SHOWN_STATUSES.includes(note.credit_note_status)) throw notFound('credit note', id)
+  return creditNotePdf(deps, actor, id)
+}
 
 export const portalWallets = (deps: Deps, actor: PortalActor): Promise<WalletView[]> => customerWallets(deps, actor, { id: customerOf(actor) })
 

@@ -3,6 +3,7 @@
 // token in X-Session-Token, reading that one customer's billing and nothing else. Read-only: the only write a
 // session can make is ending itself. The payment method page spans the portal and integrations, side by side in
 // the domain order, so it is composed here.
+import type { Context } from 'koa'
 import type { ListParams } from '../../core/list.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { toWire } from '../../domains/records/wire.ts'
@@ -45,6 +46,15 @@ const paging = ({ page, limit = 20, offset }: PageBody): ListParams => ({
   status: 'published',
   metadata: {},
 })
+
+/** A document the customer downloads: saved under its number, never cached (the session may end). */
+function attachment(ctx: Context, name: string, pdf: Buffer): undefined {
+  ctx.type = 'application/pdf'
+  ctx.set('Content-Disposition', `attachment; filename="${name.replace(/[^A-Za-z0-9._-]/g, '_')}.pdf"`)
+  ctx.set('Cache-Control', 'no-store')
+  ctx.body = pdf
+  return undefined
+}
 
 const session = <B = Record<string, never>, Q = Record<string, never>>(route: Omit<Route<B, Q>, 'tag' | 'permission'>): Route<B, Q> =>
   defineRoute<B, Q>({ ...route, tag: TAG, permission: 'session' })
@@ -118,11 +128,7 @@ export const portalRoutes: Route[] = [
     produces: 'application/pdf',
     handler: async ({ deps, actor, params, ctx }) => {
       const { invoice, pdf } = await read.portalInvoicePdf(deps, portalActor(actor), params.id)
-      ctx.type = 'application/pdf'
-      ctx.set('Content-Disposition', `attachment; filename="${(invoice.invoice_number ?? invoice.id).replace(/[^A-Za-z0-9._-]/g, '_')}.pdf"`)
-      ctx.set('Cache-Control', 'no-store')
-      ctx.body = pdf
-      return undefined
+      return attachment(ctx, invoice.invoice_number ?? invoice.id, pdf)
     },
   }),
   session<PageBody>({
@@ -131,6 +137,16 @@ export const portalRoutes: Route[] = [
     summary: "The customer's finalized and voided credit notes, newest first",
     body: pageBody,
     handler: async ({ deps, actor, body }) => toWire(await read.portalCreditNotes(deps, portalActor(actor), paging(body))),
+  }),
+  session({
+    method: 'GET',
+    path: '/v1/customer/portal/creditnotes/{id}/pdf',
+    summary: 'One of the customer’s credit notes as a PDF',
+    produces: 'application/pdf',
+    handler: async ({ deps, actor, params, ctx }) => {
+      const { note, pdf } = await read.portalCreditNotePdf(deps, portalActor(actor), params.id)
+      return attachment(ctx, note.credit_note_number ?? note.id, pdf)
+    },
   }),
   session({
     method: 'POST',

@@ -75,16 +75,19 @@ describe.skipIf(!browserTestsRun)('customer portal page', () => {
     await expect.poll(() => page.locator(`[data-wallet="${seed.wallet.id}"] [data-balance]`).textContent()).toBe('75.00 USD')
     await expect.poll(() => page.locator(`[data-wallet="${seed.wallet.id}"] tbody tr`).count()).toBe(2)
 
-    const [download] = await Promise.all([page.waitForEvent('download'), page.click(`[data-pdf="${seed.invoice.id}"]`)])
-    const pdf = await download.createReadStream().then(async (s) => {
-      const chunks: Buffer[] = []
-      for await (const c of s) chunks.push(c as Buffer)
-      return Buffer.concat(chunks)
-    })
-    expect(pdf.subarray(0, 4).toString()).toBe('%PDF')
+    // The invoice's and the credit note's PDFs download through the session.
+    for (const id of [seed.invoice.id, seed.creditNote.id]) {
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click(`[data-pdf="${id}"]`)])
+      const pdf = await download.createReadStream().then(async (s) => {
+        const chunks: Buffer[] = []
+        for await (const c of s) chunks.push(c as Buffer)
+        return Buffer.concat(chunks)
+      })
+      expect(pdf.subarray(0, 4).toString(), id).toBe('%PDF')
+    }
 
     const html = await page.content()
-    for (const theirs of [seed.theirs.id, seed.theirs.name, seed.theirInvoice.id, seed.theirWallet.id, seed.theirSubscription.id, seed.draft.id]) expect(html).not.toContain(theirs)
+    for (const theirs of [seed.theirs.id, seed.theirs.name, seed.theirInvoice.id, seed.theirCreditNote.id, seed.theirWallet.id, seed.theirSubscription.id, seed.draft.id]) expect(html).not.toContain(theirs)
     // Every call the page made carried this session and no API key.
     expect(calls.length).toBeGreaterThan(6)
     for (const c of calls) {
