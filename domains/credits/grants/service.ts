@@ -221,21 +221,29 @@ async function subscriptionsOf(deps: Deps, grant: store.GrantRow): Promise<Subsc
 }
 
 /**
- * Writes the applications of one grant for one subscription: every one due by `now` (the missed periods of a
- * past start included, rule 14) and the next one ahead, so it shows as upcoming. Continues from the last
- * period written, so a rerun computes little and inserts nothing.
+ * Writes the applications of one grant for its subscriptions: for each, every one due by `now` (the missed periods
+ * of a past start included, rule 14) and the next one ahead, so it shows as upcoming. Continues from the last period
+ * written, so a rerun computes little and inserts nothing; two statements a page of subscriptions, not two each
+ * (the job runs every minute over every grant).
  */
-async function schedule(deps: Deps, grant: store.GrantRow, sub: SubscriptionRow, now: Date, audit: Audit): Promise<number> {
-  if (sub.subscription_status === 'cancelled') return 0
-  const last = await store.lastPeriodStart(deps.sql, grant.id, sub.id)
+async function schedule(deps: Deps, grant: store.GrantRow, subs: SubscriptionRow[], now: Date, audit: Audit): Promise<number> {
+  const live = subs.filter((sub) => sub.subscription_status !== 'cancelled')
   // Far enough for the next period whatever month lengths do; a ONETIME grant is due once, whenever.
   const horizon = grant.cadence === 'RECURRING' ? periodBoundary(now, grant.period!, grant.period_count ?? 1, 2) : new Date('9999-01-01T00:00:00Z')
-  // A plan's grant gives credits from when the subscription joined the plan (a plan change), not from its start.
-  const member = grant.scope === 'PLAN' && sub.plan_start_date ? { ...sub, start_date: sub.plan_start_date } : sub
-  const all = dueApplications(grant, member, horizon, { since: last })
-  const due = all.filter((a) => a.scheduled_for <= now)
-  const next = all.find((a) => a.scheduled_for > now)
-  return store.insertApplications(deps.sql, scopeOf(grant), audit, next ? [...due, next] : due)
+  let inserted = 0
+  for (let i = 0; i < live.length; i += BATCH) {
+    const page = live.slice(i, i + BATCH)
+    const lasts = await store.lastPeriodStarts(deps.sql, grant.id, page.map((sub) => sub.id))
+    const rows = page.flatMap((sub) => {
+      // A plan's grant gives credits from when the subscription joined the plan (a plan change), not from its start.
+      const member = grant.scope === 'PLAN' && sub.plan_start_date ? { ...sub, start_date: sub.plan_start_date } : sub
+      const all = dueApplications(grant, member, horizon, { since: lasts.get(sub.id) })
+      const next = all.find((a) => a.scheduled_for > now)
+      return [...all.filter((a) => a.scheduled_for <= now), ...(next ? [next] : [])]
+    })
+    inserted += await store.insertApplications(deps.sql, scopeOf(grant), audit, rows)
+  }
+  return inserted
 }
 
 /** Whose wallet a subscription's credits go to: the customer its invoices go to. */
@@ -312,7 +320,7 @@ export async function processCreditGrants(deps: Deps, now: Date = deps.clock.now
       const subs = await subscriptionsOf(deps, grant)
       // Another time line's subscriptions (a test clock's, or the wall clock's) are scheduled on theirs.
       const reached = await customersInReach(deps.sql, deps, subs.map((s) => s.customer_id))
-      for (const sub of subs) if (reached.has(sub.customer_id)) summary.scheduled += await schedule(deps, grant, sub, now, audit)
+      summary.scheduled += await schedule(deps, grant, subs.filter((sub) => reached.has(sub.customer_id)), now, audit)
     }
     if (grants.length < BATCH) break
     after = grants[grants.length - 1].id

@@ -73,11 +73,12 @@ export async function grantsAfter(db: Db, afterId: string, limit: number): Promi
   return rows.map((row) => decodeRow<GrantRow>(GRANTS, row))
 }
 
-/** Where the schedule of a grant for a subscription stands: the last period it has an application for. */
-export async function lastPeriodStart(db: Db, grantId: string, subscriptionId: string): Promise<Date | undefined> {
-  const [row] = await db<{ last: Date | null }[]>`SELECT max(period_start) AS last FROM credit_grant_applications
-    WHERE credit_grant_id = ${grantId} AND subscription_id = ${subscriptionId}`
-  return row?.last ?? undefined
+/** Where the schedule of a grant stands for each of these subscriptions: the last period it has an application for (absent: none yet). */
+export async function lastPeriodStarts(db: Db, grantId: string, subscriptionIds: string[]): Promise<Map<string, Date>> {
+  if (subscriptionIds.length === 0) return new Map()
+  const rows = await db<{ subscription_id: string; last: Date }[]>`SELECT subscription_id, max(period_start) AS last FROM credit_grant_applications
+    WHERE credit_grant_id = ${grantId} AND subscription_id = ANY(${subscriptionIds}::text[]) GROUP BY subscription_id`
+  return new Map(rows.map((r) => [r.subscription_id, r.last]))
 }
 
 /** Inserts the applications not there yet, in one statement; a period that has one keeps it. Returns how many were new. */
