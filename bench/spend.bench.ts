@@ -83,10 +83,13 @@ const cases: { label: string; op: (i: number) => Promise<unknown> }[] = [
     },
   },
 ]
+// BENCH_CASES=check or holds runs only those rows (each with its baseline).
+const only = process.env.BENCH_CASES
+const chosen = cases.filter((c, i) => !only || (only === 'check' ? i < 4 : i >= 4))
 const rows: string[] = []
 const loadAtStart = loadavg()[0]
 try {
-  for (const c of cases) {
+  for (const c of chosen) {
     await load(c.op, 1)
     const r = await load(c.op, SECONDS)
     rows.push(`| ${c.label} | ${fmt(r.perSecond)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.cpuPer)} | ${fmt(r.units)} |`)

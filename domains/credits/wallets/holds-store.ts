@@ -41,23 +41,38 @@ export async function findHold(db: Db, scope: Scope, id: string): Promise<HoldRo
   return row ? decode(row) : undefined
 }
 
-export async function findHoldByKey(db: Db, walletId: string, key: string): Promise<HoldRow | undefined> {
-  const [row] = await db`SELECT * FROM wallet_holds WHERE wallet_id = ${walletId} AND idempotency_key = ${key}`
-  return row ? decode(row) : undefined
+/** The wallet's holds made with these idempotency keys. */
+export async function holdsByKeys(db: Db, walletId: string, keys: string[]): Promise<HoldRow[]> {
+  if (keys.length === 0) return []
+  const rows = await db`SELECT * FROM wallet_holds WHERE wallet_id = ${walletId} AND idempotency_key = ANY(${keys}::text[])`
+  return rows.map(decode)
 }
 
-/** Closes an active hold; undefined when it was no longer active (the caller holds the wallet lock, so it was not). */
-export async function closeHold(
-  db: Db,
-  id: string,
-  to: Exclude<HoldStatus, 'active'>,
-  fields: { settled_amount?: Decimal; transaction_id?: string | null },
-  audit: { by: string; at: Date },
-): Promise<HoldRow | undefined> {
-  const [row] = await db`UPDATE wallet_holds SET hold_status = ${to}, settled_amount = ${fields.settled_amount?.toFixed() ?? null},
-      transaction_id = ${fields.transaction_id ?? null}, closed_at = ${audit.at}, updated_at = ${audit.at}, updated_by = ${audit.by}, version = version + 1
-    WHERE id = ${id} AND hold_status = 'active' RETURNING *`
-  return row ? decode(row) : undefined
+/** The scope's holds of one wallet among `ids`. */
+export async function holdsOfWallet(db: Db, scope: Scope, walletId: string, ids: string[]): Promise<HoldRow[]> {
+  if (ids.length === 0) return []
+  const rows = await db`SELECT * FROM wallet_holds WHERE id = ANY(${ids}::text[]) AND wallet_id = ${walletId}
+    AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}`
+  return rows.map(decode)
+}
+
+export interface HoldClosing {
+  id: string
+  to: 'settled' | 'released'
+  settled_amount: Decimal | null
+  transaction_id: string | null
+  by: string
+}
+
+/** Closes active holds in one statement (the caller holds their wallet's lock, so each is still active); the rows as closed. */
+export async function closeHolds(db: Db, closings: HoldClosing[], at: Date): Promise<HoldRow[]> {
+  if (closings.length === 0) return []
+  const values = closings.map((c) => ({ id: c.id, to: c.to, settled: c.settled_amount?.toFixed() ?? null, tx: c.transaction_id, by: c.by }))
+  const rows = await db`UPDATE wallet_holds h SET hold_status = v.to, settled_amount = v.settled::numeric, transaction_id = v.tx,
+      closed_at = ${at}, updated_at = ${at}, updated_by = v.by, version = h.version + 1
+    FROM jsonb_to_recordset(${db.json(values as never)}) AS v(id text, "to" text, settled text, tx text, by text)
+    WHERE h.id = v.id AND h.hold_status = 'active' RETURNING h.*`
+  return rows.map(decode)
 }
 
 /** Marks a wallet's holds expired by `at`; returns them. */

@@ -1,11 +1,11 @@
 // Writing the ledger inside the caller's transaction, which holds the wallet's row lock: every credit,
 // debit and expiry is a new row, planned by core/credits/ledger.ts and announced in the same transaction.
-import { balanceOf, expiredAt, planDebit, type Consumption, type CreditTx, type WalletBalance } from '../../../core/credits/ledger.ts'
+import { applyConsumption, balanceOf, expiredAt, planDebit, type Consumption, type CreditTx, type WalletBalance } from '../../../core/credits/ledger.ts'
 import { D, type Decimal } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
-import { recordEvent } from '../../../infra/outbox.ts'
+import { recordEvent, recordEvents } from '../../../infra/outbox.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { insertRecord, type Audit } from '../../../infra/records.ts'
+import { insertRecord, insertRecords, type Audit } from '../../../infra/records.ts'
 import { toWire } from '../../records/wire.ts'
 import * as store from './store.ts'
 
@@ -21,7 +21,8 @@ const asCredit = (row: store.OpenCredit): CreditTx => ({
   created_at: row.created_at,
 })
 
-async function creditsOf(db: Db, walletId: string): Promise<CreditTx[]> {
+/** The wallet's open credits (expired ones included), as the consumption order reads them. */
+export async function creditsOf(db: Db, walletId: string): Promise<CreditTx[]> {
   return (await store.openCredits(db, walletId)).map(asCredit)
 }
 
@@ -95,11 +96,11 @@ export function appendCredit(tx: Tx, scope: Scope, audit: Audit, wallet: store.W
   })
 }
 
-async function appendConsumption(tx: Tx, scope: Scope, audit: Audit, wallet: store.WalletRow, consumed: Consumption[], fields: EntryFields & { reason: store.DebitReason }): Promise<store.TransactionRow> {
-  await store.takeCredits(tx, consumed, audit.at)
+/** A debit's row: what `consumed` took, in credits and in the wallet's currency. */
+function debitRow(wallet: store.WalletRow, consumed: Consumption[], fields: EntryFields & { reason: store.DebitReason }): object {
   const { reason, ...rest } = fields
   const credits = consumed.reduce<Decimal>((acc, c) => acc.plus(c.credits), new D(0))
-  return append(tx, scope, audit, {
+  return {
     ...rest,
     wallet_id: wallet.id,
     customer_id: wallet.customer_id,
@@ -110,7 +111,12 @@ async function appendConsumption(tx: Tx, scope: Scope, audit: Audit, wallet: sto
     currency: wallet.currency,
     conversion_rate: wallet.conversion_rate,
     consumption_breakdown: consumed.map((c) => ({ credit_id: c.credit_id, credits: c.credits.toFixed() })),
-  })
+  }
+}
+
+async function appendConsumption(tx: Tx, scope: Scope, audit: Audit, wallet: store.WalletRow, consumed: Consumption[], fields: EntryFields & { reason: store.DebitReason }): Promise<store.TransactionRow> {
+  await store.takeCredits(tx, consumed, audit.at)
+  return append(tx, scope, audit, debitRow(wallet, consumed, fields))
 }
 
 /**
@@ -122,6 +128,37 @@ export async function appendDebit(tx: Tx, scope: Scope, audit: Audit, wallet: st
   const plan = planDebit(await creditsOf(tx, wallet.id), credits, audit.at, { partial })
   if (plan.debited.isZero()) return undefined
   return appendConsumption(tx, scope, audit, wallet, plan.consumed, fields)
+}
+
+/**
+ * Several debits of `credits` (the wallet's open credits, read under its lock), each taken in consumption order
+ * after the ones before it, written as one take per credit, one insert and one insert of their events. Each must be
+ * covered (the caller decided so); returns the rows, in order, and the credits as they are left.
+ */
+export async function appendDebits(
+  tx: Tx,
+  scope: Scope,
+  audit: Audit,
+  wallet: store.WalletRow,
+  credits: CreditTx[],
+  inputs: (EntryFields & { credits: Decimal; reason: store.DebitReason })[],
+): Promise<{ rows: store.TransactionRow[]; credits: CreditTx[] }> {
+  if (inputs.length === 0) return { rows: [], credits }
+  const taken = new Map<string, Decimal>()
+  const fields = inputs.map(({ credits: amount, ...entry }) => {
+    const { consumed } = planDebit(credits, amount, audit.at)
+    credits = applyConsumption(credits, consumed)
+    for (const c of consumed) taken.set(c.credit_id, (taken.get(c.credit_id) ?? new D(0)).plus(c.credits))
+    return debitRow(wallet, consumed, entry)
+  })
+  await store.takeCredits(tx, [...taken].map(([credit_id, amount]) => ({ credit_id, credits: amount })), audit.at)
+  const rows = await insertRecords<store.TransactionRow>(tx, store.TRANSACTIONS, scope, audit, fields)
+  await recordEvents(
+    tx,
+    scope,
+    rows.map((row) => ({ eventType: 'wallet.transaction.created', entityType: 'wallet_transaction', entityId: row.id, payload: { transaction: toWire(row) } })),
+  )
+  return { rows, credits }
 }
 
 /** What is left on credits expired at `audit.at` leaves the wallet: one CREDIT_EXPIRED debit per credit, naming it. */
