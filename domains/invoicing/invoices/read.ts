@@ -36,11 +36,17 @@ async function views(db: Db, scope: Scope, rows: store.InvoiceRow[]): Promise<In
     invoice_pdf_url: row.invoice_pdf_url ?? `/v1/invoices/${row.id}/pdf`,
     customer: customers.find((c) => c.id === row.customer_id) ?? null,
     subscription: subs.find((s) => s.id === row.subscription_id) ?? null,
-    line_items: children.lines.filter((l) => l.invoice_id === row.id),
-    coupon_applications: children.applications.filter((a) => a.invoice_id === row.id),
-    taxes: children.taxes.filter((t) => t.entity_id === row.id),
+    ...childrenOfRow(row, children),
   }))
 }
+
+type Children = Awaited<ReturnType<typeof store.childrenOf>>
+
+const childrenOfRow = (row: store.InvoiceRow, children: Children) => ({
+  line_items: children.lines.filter((l) => l.invoice_id === row.id),
+  coupon_applications: children.applications.filter((a) => a.invoice_id === row.id),
+  taxes: children.taxes.filter((t) => t.entity_id === row.id),
+})
 
 export const viewOf = async (db: Db, scope: Scope, row: store.InvoiceRow): Promise<InvoiceView> => (await views(db, scope, [row]))[0]
 
@@ -106,4 +112,15 @@ export async function announceInvoice(tx: Tx, scope: Scope, eventType: string, r
   const { customer: _c, subscription: _s, ...event } = view
   await recordEvents(tx, scope, [invoiceEvent(eventType, event)])
   return view
+}
+
+/**
+ * announceInvoice for many invoices of one scope in three reads and one write (a job's page): each event is the one
+ * announceInvoice records, without building the customer and subscription views it leaves out of the event.
+ */
+export async function announceInvoices(tx: Tx, scope: Scope, changes: { eventType: string; row: store.InvoiceRow }[]): Promise<void> {
+  if (changes.length === 0) return
+  const children = await store.childrenOf(tx, scope, changes.map((c) => c.row.id))
+  const events = changes.map(({ eventType, row }) => invoiceEvent(eventType, { ...row, invoice_pdf_url: row.invoice_pdf_url ?? `/v1/invoices/${row.id}/pdf`, ...childrenOfRow(row, children) }))
+  await recordEvents(tx, scope, events)
 }

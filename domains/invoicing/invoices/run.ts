@@ -20,7 +20,7 @@ import { billedThroughParent, cycleOf, loadContexts, pointSpec, subscriptionHead
 import { prefetchUsage, type UsageReader } from './usage-batch.ts'
 import { createSubscriptionInvoices } from './subscription-invoices.ts'
 import { finalizeDraft } from './finalize.ts'
-import { announceInvoice, lockInvoice } from './read.ts'
+import { announceInvoices } from './read.ts'
 import { type PointInvoice } from './billing.ts'
 import * as store from './store.ts'
 
@@ -46,12 +46,13 @@ export interface RunSummary {
 
 const scopeOf = (s: { tenant_id: string; environment_id: string }): Scope => ({ tenantId: s.tenant_id, environmentId: s.environment_id })
 
-function byScope(subs: SubscriptionRow[]): Map<string, { scope: Scope; subs: SubscriptionRow[] }> {
-  const groups = new Map<string, { scope: Scope; subs: SubscriptionRow[] }>()
-  for (const s of subs) {
-    const key = `${s.tenant_id}/${s.environment_id}`
-    const g = groups.get(key) ?? { scope: scopeOf(s), subs: [] }
-    g.subs.push(s)
+/** Rows grouped by their scope, each group in the rows' order. */
+function groupByScope<R extends { tenant_id: string; environment_id: string }>(rows: R[]): Map<string, { scope: Scope; items: R[] }> {
+  const groups = new Map<string, { scope: Scope; items: R[] }>()
+  for (const r of rows) {
+    const key = `${r.tenant_id}/${r.environment_id}`
+    const g = groups.get(key) ?? { scope: scopeOf(r), items: [] }
+    g.items.push(r)
     groups.set(key, g)
   }
   return groups
@@ -168,7 +169,7 @@ export async function runBilling(deps: Deps, progress: Progress = () => {}, now:
     const page = await subscriptionsAfter(deps, after, PAGE)
     if (page.length === 0) break
     after = page[page.length - 1].id
-    for (const { scope, subs } of byScope(page).values()) await billScope(deps, scope, subs, now, summary)
+    for (const { scope, items } of groupByScope(page).values()) await billScope(deps, scope, items, now, summary)
     summary.subscriptions += page.length
     progress(summary.subscriptions, 0, 'subscriptions')
   }
@@ -179,21 +180,27 @@ export async function runBilling(deps: Deps, progress: Progress = () => {}, now:
   return summary
 }
 
-/** invoice.payment.overdue, once per invoice, for finalized invoices still owing after their due date. */
+/**
+ * invoice.payment.overdue, once per invoice, for finalized invoices still owing after their due date: a batch of a
+ * scope's invoices marked and announced per transaction (the mark skips any a concurrent run marked first).
+ */
 export async function markOverdue(deps: Deps, now: Date = deps.clock.now()): Promise<{ overdue: number }> {
   let overdue = 0
+  const size = batchSize(deps)
   for (;;) {
     const rows = await store.overdue(deps.sql, now, PAGE, inReach(deps.sql, deps, 'invoices.customer_id'))
     if (rows.length === 0) return { overdue }
-    for (const row of rows) {
-      const scope = scopeOf(row)
-      await transaction(deps, async (tx) => {
-        const invoice = await lockInvoice(tx, scope, row.id)
-        if (invoice.overdue_notified_at) return
-        const marked = await store.markOverdue(tx, scope, row.id, now)
-        await announceInvoice(tx, scope, 'invoice.payment.overdue', marked)
-        overdue++
-      })
+    for (const { scope, items } of groupByScope(rows).values()) {
+      for (let i = 0; i < items.length; i += size) {
+        const ids = items.slice(i, i + size).map((r) => r.id)
+        await transaction(deps, async (tx) => {
+          const marked = await store.markOverdue(tx, scope, ids, now)
+          // In the page's order (due date): the update returns its rows in no particular order.
+          marked.sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id))
+          await announceInvoices(tx, scope, marked.map((row) => ({ eventType: 'invoice.payment.overdue', row })))
+          overdue += marked.length
+        })
+      }
     }
   }
 }

@@ -249,11 +249,14 @@ export async function hasLiveCreditNotes(db: Db, scope: Scope, invoiceId: string
   return row.n > 0
 }
 
-/** Records that the overdue notice went out (bookkeeping of the notice, not a change of the invoice). */
-export async function markOverdue(db: Db, scope: Scope, id: string, at: Date): Promise<InvoiceRow> {
-  const [row] = await db`UPDATE invoices SET overdue_notified_at = ${at}
-    WHERE id = ${id} AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} RETURNING *`
-  return decodeRow<InvoiceRow>(INVOICES, row)
+/**
+ * Records that the overdue notice of these invoices went out (bookkeeping of the notice, not a change of the
+ * invoice), for those not yet notified: the row lock the update takes makes a concurrent run skip them.
+ */
+export async function markOverdue(db: Db, scope: Scope, ids: string[], at: Date): Promise<InvoiceRow[]> {
+  const rows = await db`UPDATE invoices SET overdue_notified_at = ${at}
+    WHERE id = ANY(${ids}::text[]) AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND overdue_notified_at IS NULL RETURNING *`
+  return rows.map((r) => decodeRow<InvoiceRow>(INVOICES, r))
 }
 
 /**
