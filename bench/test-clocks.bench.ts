@@ -60,7 +60,21 @@ for (let i = 0; i < CUSTOMERS; i++) {
 }
 const setupSeconds = (performance.now() - setupStart) / 1000
 
-const clockJobs = jobs.filter((j) => j.onTestClocks)
+// Each job's time over the advance: where the seconds go (BENCHMARKS.md §17 names what bounds it from these).
+const jobSeconds = new Map<string, number>()
+const clockJobs = jobs
+  .filter((j) => j.onTestClocks)
+  .map((j) => ({
+    name: j.name,
+    run: async (...args: Parameters<typeof j.run>) => {
+      const start = performance.now()
+      try {
+        return await j.run(...args)
+      } finally {
+        jobSeconds.set(j.name, (jobSeconds.get(j.name) ?? 0) + (performance.now() - start) / 1000)
+      }
+    },
+  }))
 const t = performance.now()
 await advanceClock(deps, actor, clock.id, { frozen_time: TARGET.toISOString() }, clockJobs)
 let done = await getClock(deps, actor, clock.id)
@@ -70,6 +84,8 @@ while (done.status === 'advancing') {
   if (done.status_details.advancing) process.stderr.write(`\rtest clocks bench: ${done.frozen_time.toISOString()} ${done.status_details.advancing.progress_percent}%`)
 }
 const seconds = (performance.now() - t) / 1000
+const jobTotals = [...jobSeconds].sort((a, b) => b[1] - a[1]).map(([name, s]) => `${name} ${fmt(s, 1)} s (${fmt((100 * s) / seconds)} %)`).join(', ')
+process.stderr.write(`\ntest clocks bench: ${fmt(seconds, 1)} s; jobs: ${jobTotals}\n`)
 if (done.status !== 'ready') throw new Error(`advance ended ${done.status}: ${JSON.stringify(done.status_details)}`)
 
 const [counts] = await deps.sql<{ invoices: number; finalized: number; applications: number; expiries: number; steps: number }[]>`SELECT
@@ -93,5 +109,5 @@ One advance from ${new Date(T0).toISOString().slice(0, 10)} to ${TARGET.toISOStr
 
 Each step is one instant at which something is due for the clock's customers (period ends, grace-period finalizations,
 grant applications, credit expiries, overdue dates); at each, the ${clockJobs.length} jobs marked onTestClocks
-(${clockJobs.map((j) => j.name).join(', ')}) run for the clock's customers only.`)
+(${clockJobs.map((j) => j.name).join(', ')}) run for the clock's customers only. Job totals: ${jobTotals}.`)
 process.exit(0)
