@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { D, type Decimal } from '../money.ts'
-import { applyTaxes, taxAmount, type TaxRate, type TaxUse } from './taxes.ts'
+import { applyTaxes, ratesByLine, taxAmount, type TaxRate, type TaxUse } from './taxes.ts'
 
 const pct = (p: string): TaxRate => ({ id: `tax${p}`, tax_rate_type: 'percentage', percentage_value: p })
 const fixed = (v: string): TaxRate => ({ id: `fix${v}`, tax_rate_type: 'fixed', fixed_value: v })
@@ -62,4 +62,22 @@ describe('applyTaxes: per rate on the taxable total, then split over the lines',
   })
 
   it('rejects a line index that is not on the invoice', () => expect(() => applyTaxes([new D(1)], [{ rate: pct('5'), line_indexes: [2] }], 'USD')).toThrow(/no invoice line 2/))
+})
+
+describe('ratesByLine: lines with rates of their own', () => {
+  const vat = pct('18')
+  const gst = pct('10')
+  it('no line has its own: every rate on every line, as before', () => expect(ratesByLine([vat, fixed('1')], [undefined, undefined])).toEqual([{ rate: vat }, { rate: fixed('1') }]))
+  it("an adjustment at the original 18% on an invoice now taxed at 10%: 10% on the others, 18% on it alone", () =>
+    expect(ratesByLine([gst], [undefined, undefined, [vat]])).toEqual([{ rate: gst, line_indexes: [0, 1] }, { rate: vat, line_indexes: [2] }]))
+  it('the same rate on both: one rate over all lines; an untaxed adjustment ([]) is left out of it', () => {
+    expect(ratesByLine([vat], [undefined, [vat]])).toEqual([{ rate: vat }])
+    expect(ratesByLine([vat], [undefined, []])).toEqual([{ rate: vat, line_indexes: [0] }])
+  })
+  it('a rate of the same id at another value is another rate; a rate on no line is left out', () =>
+    expect(ratesByLine([pct('18')], [[{ ...vat, percentage_value: '20' }]])).toEqual([{ rate: { ...vat, percentage_value: '20' } }]))
+  it('18% of a 10.00 adjustment beside a 50.00 line at 10%: 1.80 and 5.00', () => {
+    const taxes = applyTaxes([new D(50), new D(10)], ratesByLine([gst], [undefined, [vat]]), 'USD')
+    expect([s(taxes.taxes.map((t) => t.tax_amount)), s(taxes.line_tax)]).toEqual([dec(['5', '1.8']), dec(['5', '1.8'])])
+  })
 })

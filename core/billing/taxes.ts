@@ -53,3 +53,25 @@ export function applyTaxes(taxable: Decimal[], uses: TaxUse[], currency: string)
   })
   return { taxes, total_tax: sumMoney(taxes.map((t) => t.tax_amount)), line_tax: lineTax }
 }
+
+const sameValue = (a: string | null | undefined, b: string | null | undefined): boolean => (a ?? null) === (b ?? null) || (a != null && b != null && new D(a).eq(b))
+const sameRate = (a: TaxRate, b: TaxRate): boolean =>
+  a.id === b.id && a.tax_rate_type === b.tax_rate_type && sameValue(a.percentage_value, b.percentage_value) && sameValue(a.fixed_value, b.fixed_value)
+
+/**
+ * The rates of an invoice some of whose lines carry rates of their own (a usage adjustment keeps its original
+ * invoice's; `[]` taxes the line with nothing): each distinct rate once, on the lines it taxes — the invoice's rates
+ * on the lines without rates of their own. A rate on every line has no `line_indexes`, so an invoice without such
+ * lines is taxed exactly as before; a rate on no line is left out.
+ */
+export function ratesByLine<R extends TaxRate>(invoiceRates: R[], own: (R[] | undefined)[]): { rate: R; line_indexes?: number[] }[] {
+  if (own.every((o) => o === undefined)) return invoiceRates.map((rate) => ({ rate }))
+  const uses: { rate: R; line_indexes: number[] }[] = invoiceRates.map((rate) => ({ rate, line_indexes: [] }))
+  own.forEach((rates, i) => {
+    for (const rate of rates ?? invoiceRates) {
+      const use = uses.find((u) => sameRate(u.rate, rate)) ?? uses[uses.push({ rate, line_indexes: [] }) - 1]
+      use.line_indexes.push(i)
+    }
+  })
+  return uses.filter((u) => u.line_indexes.length > 0).map((u) => (u.line_indexes.length === own.length ? { rate: u.rate } : u))
+}

@@ -3,13 +3,34 @@
 import { defineRoute, type Route } from '../route.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import * as settings from '../../domains/invoicing/adjustments/settings.ts'
+import { listAdjustments, type ListAdjustmentsQuery } from '../../domains/invoicing/adjustments/service.ts'
 
 export const usageAdjustmentRoutes: Route[] = [
+  defineRoute<unknown, ListAdjustmentsQuery>({
+    method: 'GET',
+    path: '/v1/usage-adjustments',
+    tag: 'Usage adjustments',
+    summary: 'Adjustments of finalized periods, newest first: amounts, how and on which document each was issued (or the next invoice it waits for), and the corrections and late events it settles',
+    permission: 'read',
+    query: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        invoice_id: { type: 'string', description: 'the adjusted invoice, or the invoice that issued or carries the adjustment' },
+        customer_id: { type: 'string' },
+        status: { type: 'string', enum: ['pending', 'scheduled', 'issued'] },
+        method: { type: 'string', enum: ['next_invoice', 'own_invoice', 'credit_note'] },
+        limit: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
+        offset: { type: 'integer', minimum: 0, default: 0 },
+      },
+    },
+    handler: async ({ deps, actor, query }) => toWire(await listAdjustments(deps, actor, query)),
+  }),
   defineRoute({
     method: 'GET',
     path: '/v1/usage-adjustments/settings',
     tag: 'Usage adjustments',
-    summary: 'Whether finalized periods are adjusted for late usage and corrections, the minimum amount issued and the horizon in periods',
+    summary: 'Whether finalized periods are adjusted for late usage and corrections, how more usage is billed, the minimum amount issued and the horizon in periods',
     permission: 'read',
     handler: async ({ deps, actor }) => toWire(await settings.getSettings(deps, actor)),
   }),
@@ -17,13 +38,14 @@ export const usageAdjustmentRoutes: Route[] = [
     method: 'PUT',
     path: '/v1/usage-adjustments/settings',
     tag: 'Usage adjustments',
-    summary: 'Set late_usage (adjust or ignore), minimum_amount (below it a difference waits for the next run) and horizon_periods',
+    summary: 'Set late_usage (adjust or ignore), method (next_invoice: a line on the subscription\'s next invoice; own_invoice: a USAGE_ADJUSTMENT invoice), minimum_amount (below it a difference waits for the next run) and horizon_periods',
     permission: 'write',
     body: {
       type: 'object',
       additionalProperties: false,
       properties: {
         late_usage: { type: 'string', enum: ['adjust', 'ignore'] },
+        method: { type: 'string', enum: ['next_invoice', 'own_invoice'] },
         minimum_amount: { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 30 },
         horizon_periods: { type: 'integer', minimum: 1, maximum: 24 },
       },

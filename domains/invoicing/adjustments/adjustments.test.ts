@@ -74,13 +74,16 @@ describe('usage adjustments', () => {
     expect(await adjust()).toMatchObject({ charged: 0, credited: 0, deferred: 0, failed: 0 })
   })
 
-  it('settings: defaults, a bad minimum refused naming it and changing nothing, a minimum set', async () => {
-    expect(await ok('GET', '/v1/usage-adjustments/settings')).toMatchObject({ late_usage: 'adjust', minimum_amount: '0', horizon_periods: 3 })
+  it('settings: defaults, a bad minimum refused naming it and changing nothing, a minimum set, invoices of their own', async () => {
+    expect(await ok('GET', '/v1/usage-adjustments/settings')).toMatchObject({ late_usage: 'adjust', method: 'next_invoice', minimum_amount: '0', horizon_periods: 3 })
     const bad = await h.http('PUT', '/v1/usage-adjustments/settings', { body: { minimum_amount: '-1', horizon_periods: 2 } })
     expect(bad.status).toBe(400)
     expect(JSON.stringify(bad.body)).toContain('minimum_amount')
     expect(await ok('GET', '/v1/usage-adjustments/settings')).toMatchObject({ minimum_amount: '0', horizon_periods: 3 })
-    expect(await ok('PUT', '/v1/usage-adjustments/settings', { minimum_amount: '1.00' })).toMatchObject({ late_usage: 'adjust', minimum_amount: '1', horizon_periods: 3 })
+    const bad2 = await h.http('PUT', '/v1/usage-adjustments/settings', { body: { method: 'later' } })
+    expect([bad2.status, JSON.stringify(bad2.body)]).toEqual([400, expect.stringContaining('method')])
+    // This file walks the own_invoice method (next-invoice.test.ts the default).
+    expect(await ok('PUT', '/v1/usage-adjustments/settings', { minimum_amount: '1.00', method: 'own_invoice' })).toMatchObject({ late_usage: 'adjust', method: 'own_invoice', minimum_amount: '1', horizon_periods: 3 })
   })
 
   it('1 late call above 100: 0.50 is under the 1.00 minimum, carried; 19 more: 20 late calls issue 10.00 + 1.80 VAT once', async () => {
@@ -115,7 +118,8 @@ describe('usage adjustments', () => {
     expect(notes.map((n: any) => [n.credit_note_type, n.credit_note_status, n.total_amount, n.memo])).toEqual([['REFUND', 'FINALIZED', '1', `usage correction: usage adjustment for ${PERIOD}`]])
     // It names the four corrections it settles.
     const corrections = (await ok('GET', `/v1/events/corrections?external_customer_id=${cus.flat.external_id}`)).items.map((c: any) => c.id)
-    expect(notes[0].metadata.corrections.split(',').sort()).toEqual(corrections.sort())
+    expect(notes[0].metadata.correction_ids.split(',').sort()).toEqual(corrections.sort())
+    expect(notes[0].metadata.correction_count).toBe('4')
     expect(corrections).toHaveLength(4)
     expect(await adjust()).toMatchObject({ credited: 0, charged: 0 })
     expect(await creditNotesOf(flat.id)).toHaveLength(1)

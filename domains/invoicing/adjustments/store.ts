@@ -4,26 +4,31 @@ import { newId } from '../../../core/ids.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import type { Fragment } from '../../../infra/records.ts'
+import type { TaxRate } from '../../../core/billing/taxes.ts'
+
+export type Method = 'next_invoice' | 'own_invoice'
 
 export interface SettingsRow {
   late_usage: 'adjust' | 'ignore'
+  /** More usage: a line on the subscription's next invoice (default), or an invoice of its own. */
+  method: Method
   minimum_amount: string
   horizon_periods: number
   updated_at: Date | null
 }
 
-export const DEFAULT_SETTINGS: SettingsRow = { late_usage: 'adjust', minimum_amount: '0', horizon_periods: 3, updated_at: null }
+export const DEFAULT_SETTINGS: SettingsRow = { late_usage: 'adjust', method: 'next_invoice', minimum_amount: '0', horizon_periods: 3, updated_at: null }
 
 export async function settingsOf(db: Db, scope: Scope): Promise<SettingsRow | undefined> {
-  const [row] = await db<SettingsRow[]>`SELECT late_usage, minimum_amount::text AS minimum_amount, horizon_periods, updated_at
+  const [row] = await db<SettingsRow[]>`SELECT late_usage, method, minimum_amount::text AS minimum_amount, horizon_periods, updated_at
     FROM usage_adjustment_settings WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}`
   return row
 }
 
 export async function saveSettings(db: Db, scope: Scope, s: Omit<SettingsRow, 'updated_at'>, at: Date, by: string): Promise<void> {
-  await db`INSERT INTO usage_adjustment_settings (tenant_id, environment_id, late_usage, minimum_amount, horizon_periods, updated_at, updated_by)
-    VALUES (${scope.tenantId}, ${scope.environmentId}, ${s.late_usage}, ${s.minimum_amount}, ${s.horizon_periods}, ${at}, ${by})
-    ON CONFLICT (tenant_id, environment_id) DO UPDATE SET late_usage = EXCLUDED.late_usage, minimum_amount = EXCLUDED.minimum_amount,
+  await db`INSERT INTO usage_adjustment_settings (tenant_id, environment_id, late_usage, method, minimum_amount, horizon_periods, updated_at, updated_by)
+    VALUES (${scope.tenantId}, ${scope.environmentId}, ${s.late_usage}, ${s.method}, ${s.minimum_amount}, ${s.horizon_periods}, ${at}, ${by})
+    ON CONFLICT (tenant_id, environment_id) DO UPDATE SET late_usage = EXCLUDED.late_usage, method = EXCLUDED.method, minimum_amount = EXCLUDED.minimum_amount,
       horizon_periods = EXCLUDED.horizon_periods, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`
 }
 
@@ -54,26 +59,25 @@ export interface CandidateRow {
   usage_start: Date
   usage_end: Date
   minimum_amount: string
+  method: Method
+  /** The meter's event name: corrections and late events of the line are of it. */
+  event_name: string
+  /** When the line's usage was last settled: its last adjustment (scheduled or issued), else the invoice's finalization. */
+  settled_at: Date
 }
 
 /**
  * The corrections (usage_corrections, 0870) of the line's customer and meter's events in its window applied since it
- * was last settled (its last adjustment, else the invoice's finalization): what an adjustment now settles, named on it.
+ * was last settled (`settled_at`): what an adjustment now settles, named on it — `limit` ids and how many in all.
  */
-export async function correctionsSince(db: Db, scope: Scope, lineId: string, limit: number): Promise<string[]> {
-  const rows = await db<{ id: string }[]>`
-    SELECT uc.id FROM invoice_line_items li
-    JOIN invoices i ON i.id = li.invoice_id
-    JOIN customers c ON c.id = li.customer_id
-    JOIN meters m ON m.id = li.meter_id
-    JOIN usage_corrections uc ON uc.tenant_id = li.tenant_id AND uc.environment_id = li.environment_id
-      AND uc.external_customer_id = c.external_id AND uc.event_name = m.event_name
-      AND uc.event_timestamp >= (li.calculation->>'usage_start')::timestamptz AND uc.event_timestamp < (li.calculation->>'usage_end')::timestamptz
-      AND uc.created_at >= COALESCE((SELECT max(a.created_at) FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id AND a.status = 'issued'), i.finalized_at)
-    WHERE li.tenant_id = ${scope.tenantId} AND li.environment_id = ${scope.environmentId} AND li.id = ${lineId}
-    ORDER BY uc.created_at, uc.id
+export async function correctionsSince(db: Db, scope: Scope, line: CandidateRow, limit: number): Promise<{ ids: string[]; count: number }> {
+  const rows = await db<{ id: string; total: number }[]>`
+    SELECT id, (count(*) OVER ())::int AS total FROM usage_corrections
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND external_customer_id = ${line.external_customer_id}
+      AND event_name = ${line.event_name} AND event_timestamp >= ${line.usage_start} AND event_timestamp < ${line.usage_end} AND created_at >= ${line.settled_at}
+    ORDER BY created_at, id
     LIMIT ${limit}`
-  return rows.map((r) => r.id)
+  return { ids: rows.map((r) => r.id), count: rows[0]?.total ?? 0 }
 }
 
 const LINE = (db: Db) => db`
@@ -83,10 +87,12 @@ const LINE = (db: Db) => db`
            (SELECT a.settled_usage::text FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id ORDER BY a.seq DESC LIMIT 1) AS adjusted_usage,
            (SELECT count(*) FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id)::int AS adjustments,
            (li.calculation->>'usage_start')::timestamptz AS usage_start, (li.calculation->>'usage_end')::timestamptz AS usage_end,
-           COALESCE(s.minimum_amount, 0)::text AS minimum_amount
+           COALESCE(s.minimum_amount, 0)::text AS minimum_amount, COALESCE(s.method, 'next_invoice') AS method, m.event_name,
+           COALESCE((SELECT max(a.created_at) FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id AND a.status IN ('scheduled', 'issued')), i.finalized_at) AS settled_at
     FROM invoice_line_items li
     JOIN invoices i ON i.id = li.invoice_id AND i.tenant_id = li.tenant_id AND i.environment_id = li.environment_id
     JOIN customers c ON c.id = li.customer_id
+    JOIN meters m ON m.id = li.meter_id
     LEFT JOIN usage_adjustment_settings s ON s.tenant_id = li.tenant_id AND s.environment_id = li.environment_id`
 
 /**
@@ -128,20 +134,39 @@ export interface AdjustmentRow {
   tax: string
   total: string
   kind: 'charge' | 'credit'
-  status: 'pending' | 'issued'
+  /** pending: claimed, its document not made yet; scheduled: waiting for the subscription's next invoice; issued. */
+  status: 'pending' | 'scheduled' | 'issued'
+  method: Method | 'credit_note'
+  /** The subscription whose next invoice carries it (next_invoice), and by when that invoice is expected. */
+  subscription_id: string | null
+  carry_by: Date | null
+  /** The original invoice's percentage rates, as applied to it (taxes_applied snapshots). */
+  tax_rates: TaxRate[]
+  correction_ids: string[]
+  corrections: number
+  late_event_ids: string[]
+  late_events: number
+  /** invoice: its own USAGE_ADJUSTMENT invoice, or the next invoice carrying it as a line; credit_note. */
   document_type: 'invoice' | 'credit_note' | null
   document_id: string | null
+  created_at: Date
+  issued_at: Date | null
 }
+
+export type Claim = Omit<AdjustmentRow, 'id' | 'document_type' | 'document_id' | 'created_at' | 'issued_at'>
 
 const COLUMNS = (db: Db) =>
   db`a.id, a.invoice_id, a.invoice_line_item_id, a.adjustment_key, a.settled_usage::text AS settled_usage, a.usage_delta::text AS usage_delta, a.amount::text AS amount,
-    a.tax::text AS tax, a.total::text AS total, a.kind, a.status, a.document_type, a.document_id`
+    a.tax::text AS tax, a.total::text AS total, a.kind, a.status, a.method, a.subscription_id, a.carry_by, a.tax_rates, a.correction_ids, a.corrections,
+    a.late_event_ids, a.late_events, a.document_type, a.document_id, a.created_at, a.issued_at`
 
 /** Claims the key: the row written now, or the one already holding it (a rerun, or another worker). */
-export async function claim(db: Db, scope: Scope, a: Omit<AdjustmentRow, 'id' | 'status' | 'document_type' | 'document_id'>, at: Date): Promise<AdjustmentRow> {
-  await db`INSERT INTO usage_adjustments (id, tenant_id, environment_id, invoice_id, invoice_line_item_id, adjustment_key, settled_usage, usage_delta, amount, tax, total, kind, created_at)
+export async function claim(db: Db, scope: Scope, a: Claim, at: Date): Promise<AdjustmentRow> {
+  await db`INSERT INTO usage_adjustments (id, tenant_id, environment_id, invoice_id, invoice_line_item_id, adjustment_key, settled_usage, usage_delta, amount, tax, total, kind,
+      status, method, subscription_id, carry_by, tax_rates, correction_ids, corrections, late_event_ids, late_events, created_at)
     VALUES (${newId('uadj')}, ${scope.tenantId}, ${scope.environmentId}, ${a.invoice_id}, ${a.invoice_line_item_id}, ${a.adjustment_key}, ${a.settled_usage},
-      ${a.usage_delta}, ${a.amount}, ${a.tax}, ${a.total}, ${a.kind}, ${at})
+      ${a.usage_delta}, ${a.amount}, ${a.tax}, ${a.total}, ${a.kind}, ${a.status}, ${a.method}, ${a.subscription_id}, ${a.carry_by}, ${db.json(a.tax_rates as never)},
+      ${db.array(a.correction_ids)}::text[], ${a.corrections}, ${db.array(a.late_event_ids)}::text[], ${a.late_events}, ${at})
     ON CONFLICT (tenant_id, environment_id, adjustment_key) DO NOTHING`
   const [row] = await db<AdjustmentRow[]>`SELECT ${COLUMNS(db)} FROM usage_adjustments a
     WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND adjustment_key = ${a.adjustment_key}`
@@ -153,8 +178,86 @@ export async function markIssued(db: Db, id: string, documentType: 'invoice' | '
   await db`UPDATE usage_adjustments SET status = 'issued', document_type = ${documentType}, document_id = ${documentId}, issued_at = ${at} WHERE id = ${id}`
 }
 
+type Scoped = AdjustmentRow & { tenant_id: string; environment_id: string }
+
 /** Adjustments a stopped run left pending (claimed, document not yet recorded) of customers in `reach` (on li.customer_id), oldest first. */
-export async function pending(db: Db, limit: number, reach: Fragment): Promise<(AdjustmentRow & { tenant_id: string; environment_id: string })[]> {
+export async function pending(db: Db, limit: number, reach: Fragment): Promise<Scoped[]> {
   return db`SELECT ${COLUMNS(db)}, a.tenant_id, a.environment_id FROM usage_adjustments a JOIN invoice_line_items li ON li.id = a.invoice_line_item_id
     WHERE a.status = 'pending' AND ${reach} ORDER BY a.seq LIMIT ${limit}`
+}
+
+/** Adjustments waiting for their subscription's next invoice, of customers in `reach`, after `after` (by seq). */
+export async function scheduled(db: Db, after: string, limit: number, reach: Fragment): Promise<(Scoped & { seq: string })[]> {
+  return db`SELECT ${COLUMNS(db)}, a.tenant_id, a.environment_id, a.seq::text AS seq FROM usage_adjustments a JOIN invoice_line_items li ON li.id = a.invoice_line_item_id
+    WHERE a.status = 'scheduled' AND a.seq > ${after}::bigint AND ${reach} ORDER BY a.seq LIMIT ${limit}`
+}
+
+/** A scheduled adjustment taken back to be issued on its own invoice; none when the billing run carried it meanwhile. */
+export async function unschedule(db: Db, id: string): Promise<boolean> {
+  const rows = await db`UPDATE usage_adjustments SET status = 'pending', method = 'own_invoice' WHERE id = ${id} AND status = 'scheduled' RETURNING id`
+  return rows.length === 1
+}
+
+/** A scheduled adjustment as the line its next invoice carries: with the adjusted line's names. */
+export interface CarriedRow extends AdjustmentRow {
+  customer_id: string
+  line_subscription_id: string | null
+  entity_id: string | null
+  entity_type: string | null
+  plan_id: string | null
+  plan_display_name: string | null
+  display_name: string | null
+  price_id: string | null
+  meter_id: string | null
+  meter_display_name: string | null
+  usage_start: Date
+  usage_end: Date
+}
+
+const CARRIED = (db: Db) => db`SELECT ${COLUMNS(db)}, li.customer_id, li.subscription_id AS line_subscription_id, li.entity_id, li.entity_type, li.plan_id, li.plan_display_name,
+    li.display_name, li.price_id, li.meter_id, li.meter_display_name,
+    (li.calculation->>'usage_start')::timestamptz AS usage_start, (li.calculation->>'usage_end')::timestamptz AS usage_end
+  FROM usage_adjustments a JOIN invoice_line_items li ON li.id = a.invoice_line_item_id`
+
+/** The scheduled adjustments of these subscriptions, oldest first. */
+export async function scheduledFor(db: Db, scope: Scope, subscriptionIds: string[]): Promise<CarriedRow[]> {
+  if (subscriptionIds.length === 0) return []
+  return db<CarriedRow[]>`${CARRIED(db)} WHERE a.tenant_id = ${scope.tenantId} AND a.environment_id = ${scope.environmentId} AND a.status = 'scheduled'
+    AND a.subscription_id = ANY(${db.array(subscriptionIds)}::text[]) ORDER BY a.seq`
+}
+
+/** The adjustments an invoice carries as lines, in the order they were made. */
+export async function carriedBy(db: Db, scope: Scope, invoiceId: string): Promise<CarriedRow[]> {
+  return db<CarriedRow[]>`${CARRIED(db)} WHERE a.tenant_id = ${scope.tenantId} AND a.environment_id = ${scope.environmentId} AND a.document_id = ${invoiceId}
+    AND a.method = 'next_invoice' AND a.status = 'issued' ORDER BY a.seq`
+}
+
+/** Marks scheduled adjustments carried by an invoice; how many were still scheduled. */
+export async function markCarried(db: Db, scope: Scope, ids: string[], invoiceId: string, at: Date): Promise<number> {
+  const rows = await db`UPDATE usage_adjustments SET status = 'issued', document_type = 'invoice', document_id = ${invoiceId}, issued_at = ${at}
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND id = ANY(${db.array(ids)}::text[]) AND status = 'scheduled' RETURNING id`
+  return rows.length
+}
+
+export interface ListFilters {
+  /** The adjusted invoice, or the invoice that issued or carries the adjustment. */
+  invoice_id?: string
+  customer_id?: string
+  status?: AdjustmentRow['status']
+  method?: AdjustmentRow['method']
+}
+
+export type ListedRow = AdjustmentRow & { customer_id: string; subscription_id: string | null }
+
+/** The environment's adjustments, newest first, with the adjusted invoice's customer. */
+export async function list(db: Db, scope: Scope, f: ListFilters, limit: number, offset: number): Promise<{ rows: ListedRow[]; total: number }> {
+  const where = db`a.tenant_id = ${scope.tenantId} AND a.environment_id = ${scope.environmentId}
+    ${f.invoice_id === undefined ? db`` : db`AND (a.invoice_id = ${f.invoice_id} OR a.document_id = ${f.invoice_id})`}
+    ${f.customer_id === undefined ? db`` : db`AND i.customer_id = ${f.customer_id}`}
+    ${f.status === undefined ? db`` : db`AND a.status = ${f.status}`}
+    ${f.method === undefined ? db`` : db`AND a.method = ${f.method}`}`
+  const rows = await db<ListedRow[]>`SELECT ${COLUMNS(db)}, i.customer_id FROM usage_adjustments a JOIN invoices i ON i.id = a.invoice_id
+    WHERE ${where} ORDER BY a.seq DESC LIMIT ${limit} OFFSET ${offset}`
+  const [{ n }] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM usage_adjustments a JOIN invoices i ON i.id = a.invoice_id WHERE ${where}`
+  return { rows, total: n }
 }

@@ -3,6 +3,7 @@
 // path serves one-off invoices, subscription invoices, previews and drafts computed again.
 import type { CouponUse } from '../../../core/billing/coupons.ts'
 import { computeInvoice, type Invoice, type InvoiceInput, type InvoiceLineInput, type SharedCommitment } from '../../../core/billing/invoice.ts'
+import { ratesByLine } from '../../../core/billing/taxes.ts'
 import { D, type Decimal } from '../../../core/money.ts'
 import { amountInUnit } from '../../../core/price-units.ts'
 import type { Scope } from '../../../core/scope.ts'
@@ -43,6 +44,11 @@ export interface LineSpec {
   input: InvoiceLineInput
   /** A line billed from a price in a custom unit: the unit's rate, to show the billed amount in the unit (price_unit_amount). */
   conversion_rate?: Decimal
+  /**
+   * Rates of this line alone instead of the invoice's (a usage adjustment on a later invoice keeps its original
+   * invoice's rates; [] taxes it with nothing). Kept in the stored line's calculation.tax_rates.
+   */
+  tax_rates?: ResolvedRate[]
 }
 
 /** An invoice before its amounts: the engine computes them. */
@@ -62,13 +68,16 @@ export interface Assembled {
   computed: Invoice
 }
 
+/** Each rate once, on the lines it taxes (core/billing/taxes.ts ratesByLine): what the engine and the taxes applied take. */
+const taxUses = (spec: InvoiceSpec) => ratesByLine(spec.taxes, spec.lines.map((l) => l.tax_rates))
+
 export function assemble(spec: InvoiceSpec): Assembled {
   const computed = computeInvoice({
     currency: spec.currency,
     invoice_date: spec.invoice_date,
     lines: spec.lines.map((l) => ({ ...l.input, plan_id: l.fields.plan_id ?? undefined })),
     coupons: spec.coupons,
-    taxes: spec.taxes.map((rate) => ({ rate, tax_association_id: rate.tax_association_id })),
+    taxes: taxUses(spec).map((use) => ({ ...use, tax_association_id: use.rate.tax_association_id })),
     prepaid: spec.prepaid,
     commitments: spec.commitments,
   })
@@ -152,9 +161,10 @@ export function computedRows(invoice: Owner, { spec, computed }: Assembled, at: 
       metadata: {},
     }
   })
+  const rates = taxUses(spec).map((u) => u.rate)
   const taxes = computed.taxes.map((t, i) => ({
     tax_rate_id: t.tax_rate_id,
-    tax_rate: toWire(spec.taxes[i]),
+    tax_rate: toWire(rates[i]),
     tax_association_id: t.tax_association_id,
     entity_type: 'invoice',
     entity_id: invoice.id,
@@ -206,6 +216,7 @@ export function specOf(invoice: store.InvoiceRow, lines: store.LineItemRow[]): I
         calculation: l.calculation,
         commitment_info: l.commitment_info,
       },
+      ...(Array.isArray(l.calculation?.tax_rates) && { tax_rates: l.calculation.tax_rates as ResolvedRate[] }),
       input: { price_type: l.price_type ?? 'FIXED', price_id: l.price_id ?? undefined, display_name: l.display_name ?? undefined, quantity: l.quantity, amount: l.amount },
     })),
     coupons: invoice.coupon_uses as CouponUse[],

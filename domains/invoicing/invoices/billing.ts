@@ -35,6 +35,8 @@ export interface PointInvoice {
   header: ReturnType<typeof subscriptionHeader>
   assembled: Assembled
   subscription: SubscriptionRow
+  /** Usage adjustments of earlier periods the invoice carries as lines (adjustments/next-invoice.ts), marked issued with it. */
+  adjustments?: string[]
 }
 
 /** A subscription billed on its own invoices, with what is billed with it. */

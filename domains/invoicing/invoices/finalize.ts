@@ -12,6 +12,7 @@ import { requireSubscription } from '../../subscriptions/read.ts'
 import { amountsOf, assemble, inputsOf, specOf, writeComputed, type InvoiceSpec } from './assemble.ts'
 import { loadContext, pointBySequence, pointSpec, thresholdPoint } from './billing.ts'
 import { prepaidCredits, takePrepaidCredits } from './prepaid.ts'
+import { withCarried } from '../adjustments/next-invoice.ts'
 import * as store from './store.ts'
 import { announceInvoice, lockInvoice, requireInvoice } from './read.ts'
 
@@ -28,7 +29,7 @@ export async function freshSpec(deps: Deps, scope: Scope, invoice: store.Invoice
     const point = thresholdPoint(invoice.period_start!, invoice.period_end!, full)
     return pointSpec(deps, scope, ctx, point, { usageFrom: invoice.period_start!, usageOnly: true, exceptInvoiceId: invoice.id })
   }
-  return pointSpec(deps, scope, ctx, pointBySequence(sub, invoice.billing_sequence!), { exceptInvoiceId: invoice.id })
+  return withCarried(deps.sql, scope, invoice.id, await pointSpec(deps, scope, ctx, pointBySequence(sub, invoice.billing_sequence!), { exceptInvoiceId: invoice.id }))
 }
 
 const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_reason === 'SUBSCRIPTION_TRIAL_START'

@@ -12,6 +12,7 @@ import type { Deps } from '../../../infra/deps.ts'
 import type { Audit } from '../../../infra/records.ts'
 import type { Progress } from '../../../infra/scheduler.ts'
 import { redeemSubscriptionCoupons } from '../coupons/service.ts'
+import { carrying, scheduledAdjustments, type Carried } from '../adjustments/next-invoice.ts'
 import { transaction } from '../../records/service.ts'
 import { inReach } from '../../customers/reach.ts'
 import { subscriptionsAfter, type SubscriptionRow } from '../../subscriptions/read.ts'
@@ -59,13 +60,15 @@ function groupByScope<R extends { tenant_id: string; environment_id: string }>(r
 }
 
 /** The invoices of one subscription's due points, computed in order (a coupon's periods count across them). */
-async function pointInvoices(deps: Deps, scope: Scope, ctx: BillingContext, points: BillingPoint[], usage: UsageReader): Promise<PointInvoice[]> {
+async function pointInvoices(deps: Deps, scope: Scope, ctx: BillingContext, points: BillingPoint[], usage: UsageReader, scheduled?: Carried): Promise<PointInvoice[]> {
   const redeemed = new Map<string, number>()
   const items: PointInvoice[] = []
   for (const point of points) {
-    const assembled = assemble(await pointSpec(deps, scope, ctx, point, { redeemed, usage }))
+    // Usage adjustments waiting for the subscription's next invoice ride on the first one of the run.
+    const carried = items.length === 0 ? scheduled : undefined
+    const assembled = assemble(carrying(await pointSpec(deps, scope, ctx, point, { redeemed, usage }), carried))
     for (const a of assembled.computed.coupon_applications) if (a.coupon_association_id && a.discounted_amount.gt(0)) redeemed.set(a.coupon_association_id, (redeemed.get(a.coupon_association_id) ?? 0) + 1)
-    items.push({ header: subscriptionHeader(ctx.sub, point, deps.config.invoicing.graceMs), assembled, subscription: ctx.sub })
+    items.push({ header: subscriptionHeader(ctx.sub, point, deps.config.invoicing.graceMs), assembled, subscription: ctx.sub, adjustments: carried?.ids })
   }
   return items
 }
@@ -112,13 +115,14 @@ async function billScope(deps: Deps, scope: Scope, subs: SubscriptionRow[], now:
   if (due.length === 0) return
   await redeemSubscriptionCoupons(deps, scope, due)
   const contexts = await loadContexts(deps, scope, due)
+  const scheduled = await scheduledAdjustments(deps.sql, scope, due.map((s) => s.id))
   // Usage of every due point, a meter and window at a time (threshold cuts are read as they come).
   const requests = due.filter((s) => !threshold(s)).flatMap((s) => points.get(s.id)!.flatMap((p) => usageRequests(contexts.get(s.id)!, p)))
   const usage = await prefetchUsage(deps, scope, requests)
   const computed = new Map<string, PointInvoice[]>()
   await inParallel(due, CONCURRENCY, async (sub) => {
     try {
-      computed.set(sub.id, await pointInvoices(deps, scope, contexts.get(sub.id)!, points.get(sub.id)!, usage))
+      computed.set(sub.id, await pointInvoices(deps, scope, contexts.get(sub.id)!, points.get(sub.id)!, usage, scheduled.get(sub.id)))
     } catch (err) {
       failure(summary, sub.id, err, deps)
     }

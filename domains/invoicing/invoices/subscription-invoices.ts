@@ -19,6 +19,7 @@ import { prepaidCredits } from './prepaid.ts'
 import * as store from './store.ts'
 import { invoiceEvent } from './read.ts'
 import { finalColumns, finalizeLocked, skipped } from './finalize.ts'
+import { markCarried } from '../adjustments/next-invoice.ts'
 
 // ---- subscription invoices ----------------------------------------------------------------------------
 
@@ -66,6 +67,7 @@ export async function storeSubscriptionInvoices(deps: Deps, tx: Tx, scope: Scope
   const applications = computed.flatMap((c, k) => c.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[k][line_position].id })))
   const appRows = await store.insertMany<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
   const taxRows = await store.insertMany<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
+  await markCarried(tx, scope, inserted.map((row, k) => ({ id: row.id, adjustments: todo[k].adjustments })), audit.at)
   // One after the other, oldest first: each takes the credits the one before left (in parallel they would
   // plan their debits on the same credits, and all but one would be refused).
   for (const [k, row] of inserted.entries()) if (prepaid[k]) inserted[k] = await finalizeLocked(deps, tx, scope, audit, row)

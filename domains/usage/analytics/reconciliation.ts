@@ -106,3 +106,23 @@ export async function billedEvents(ch: ClickHouse, q: Omit<CustomerRange, 'start
   const [row] = await rs.json<{ billed: string; settled: string; current: string }>()
   return { billed: Number(row?.billed ?? 0), settled: Number(row?.settled ?? 0), current: Number(row?.current ?? 0) }
 }
+
+/**
+ * The events the meter counts in [start, end) that were stored (inserted) after `after` and by `until`: the late events
+ * a usage adjustment settles, the first `limit` ids in the order they were stored, and how many in all.
+ */
+export async function lateEvents(ch: ClickHouse, q: CustomerRange & { meter: Pick<AnalyticsMeter, 'meterId' | 'revision' | 'eventName'>; after: Date; until: Date; limit: number }): Promise<{ ids: string[]; count: number }> {
+  const rs = await ch.client.query({
+    query: `SELECT toString(count()) AS n, groupArray(${Math.max(1, Math.trunc(q.limit))})(id) AS ids FROM (
+              SELECT e.id AS id FROM meter_usage AS m
+              INNER JOIN (SELECT id, inserted_at FROM events WHERE ${SCOPE} AND event_name = {name:String} AND ${RANGE}
+                            AND inserted_at > {after:DateTime64(3, 'UTC')} AND inserted_at <= {until:DateTime64(3, 'UTC')}) AS e ON m.event_id = e.id
+              WHERE m.tenant_id = {tenant:String} AND m.environment_id = {env:String} AND m.meter_id = ${sqlString(q.meter.meterId)} AND m.revision = ${q.meter.revision}
+                AND m.external_customer_id = {customer:String} AND m.timestamp >= {start:DateTime64(3, 'UTC')} AND m.timestamp < {end:DateTime64(3, 'UTC')} AND m.sign > 0
+              ORDER BY e.inserted_at, e.id)`,
+    query_params: { ...params(q), name: q.meter.eventName, after: chDateTime(q.after), until: chDateTime(q.until) },
+    format: 'JSONEachRow',
+  })
+  const [row] = await rs.json<{ n: string; ids: string[] }>()
+  return { ids: row?.ids ?? [], count: Number(row?.n ?? 0) }
+}
