@@ -20,7 +20,7 @@ export type CouponRules = {
 }
 
 /** What the rules read of an invoice line. */
-export type LineTarget = { price_id: string | null; plan_id: string | null }
+export type LineTarget = { price_id: string | null; plan_id: string | null; /** false: no coupon covers it. */ discountable?: boolean }
 
 /**
  * A coupon's rules as stored: the minimum in whole minor units of its currency, which is the fixed
@@ -40,6 +40,7 @@ export function checkCouponRules(rules: CouponRules, coupon: { type: 'fixed' | '
 
 /** Whether the rules let the coupon discount this line: its plan and its price are among those named, when named. */
 export function coversLine(rules: CouponRules | null | undefined, line: LineTarget): boolean {
+  if (line.discountable === false) return false
   if (rules?.plan_ids && !(line.plan_id !== null && rules.plan_ids.includes(line.plan_id))) return false
   return !rules?.price_ids || (line.price_id !== null && rules.price_ids.includes(line.price_id))
 }

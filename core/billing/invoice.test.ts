@@ -121,6 +121,8 @@ describe('computeInvoice: edge cases', () => {
     ['all zero quantities', base({ lines: [usage('2.00', '0')], taxes: [{ rate: { id: 'f', tax_rate_type: 'fixed', fixed_value: '1.00' } }] }), [['0.00', '0.00', '0.00', '0.00', '0.00']], ['0.00', '0.00', '0.00', '0.00', '0.00', '0.00']],
     // A 50.00 coupon on 12.00 discounts 12.00; tax on 0 is 0.
     ['coupon bigger than the invoice', base({ lines: [fixedLine('12.00')], coupons: [{ coupon: off('50.00', 'USD') }], taxes: [{ rate: tax('10') }] }), [['12.00', '0.00', '12.00', '0.00', '0.00']], ['12.00', '12.00', '0.00', '0.00', '0.00', '0.00']],
+    // A 10% coupon on 100.00 beside a 10.00 usage adjustment of an earlier period (not discountable): 10.00 off the first only.
+    ['a line no coupon discounts', base({ lines: [fixedLine('100.00'), { price_type: 'USAGE', amount: new D('10.00'), quantity: new D(20), discountable: false }], coupons: [{ coupon: pct('10') }] }), [['100.00', '0.00', '10.00', '0.00', '0.00'], ['10.00', '0.00', '0.00', '0.00', '0.00']], ['110.00', '10.00', '0.00', '100.00', '0.00', '100.00']],
     // 1.005 × 3 lines → 1.01 each: subtotal 3.03 (a rounded sum would be 3.02).
     ['lines round once, totals add rounded lines', base({ lines: [usage('1.005', '1'), usage('1.005', '1'), usage('1.005', '1')] }), [['1.01', '0.00', '0.00', '0.00', '0.00'], ['1.01', '0.00', '0.00', '0.00', '0.00'], ['1.01', '0.00', '0.00', '0.00', '0.00']], ['3.03', '0.00', '0.00', '3.03', '0.00', '3.03']],
     // Credits 100.00 for ALL on a 22.00 invoice: all of it paid, amount due 0.

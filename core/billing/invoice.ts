@@ -27,6 +27,8 @@ export type InvoiceLineInput = {
   /** Usage per allowance window when the allowance resets inside the period (they add up to quantity). */
   usage_windows?: Decimal[]
   commitment?: Commitment | null
+  /** false: no coupon discounts the line (a usage adjustment of an earlier period carried by this invoice). */
+  discountable?: boolean
 }
 
 /** A commitment over several usage lines together (a subscription's commitment_amount). */
@@ -172,7 +174,7 @@ export function computeInvoice(input: InvoiceInput): Invoice {
   const amounts = lines.map((l) => l.amount)
 
   // A true-up line is covered by a coupon's rules as the line it completes.
-  const targets = lines.map((l, i) => input.lines[l.true_up_for?.[0] ?? i]).map((l) => ({ price_id: l.price_id ?? null, plan_id: l.plan_id ?? null }))
+  const targets = lines.map((l, i) => input.lines[l.true_up_for?.[0] ?? i]).map((l) => ({ price_id: l.price_id ?? null, plan_id: l.plan_id ?? null, discountable: l.discountable }))
   const discounts = applyCoupons(amounts, input.coupons ?? [], currency, input.invoice_date, targets)
   const net = amounts.map((a, i) => a.minus(discounts.line_item_discount[i]).minus(discounts.invoice_level_discount[i]))
   // A rate on some lines also covers their true-up lines.

@@ -39,9 +39,10 @@ function lineOf(a: store.CarriedRow): LineSpec {
       metadata: { usage_adjustment: a.id, adjusted_invoice_id: a.invoice_id, adjusted_line_item_id: a.invoice_line_item_id, settled_usage: a.settled_usage, ...namesOf(a) },
       // Not kind "usage": the line bills an earlier period's difference, not this invoice's usage (reconciliation and the
       // adjustments job read usage lines by their kind and usage window).
-      calculation: { kind: 'usage_adjustment', usage_adjustment_id: a.id, adjusted_line_item_id: a.invoice_line_item_id, usage_delta: a.usage_delta, tax_rates: a.tax_rates },
+      // Coupons do not discount it (as they do not an adjustment on its own invoice): it prices usage as it stood.
+      calculation: { kind: 'usage_adjustment', usage_adjustment_id: a.id, adjusted_line_item_id: a.invoice_line_item_id, usage_delta: a.usage_delta, tax_rates: a.tax_rates, discountable: false },
     },
-    input: { price_type: 'USAGE', price_id: a.price_id ?? undefined, display_name: display, quantity, amount: new D(a.amount) },
+    input: { price_type: 'USAGE', price_id: a.price_id ?? undefined, display_name: display, quantity, amount: new D(a.amount), discountable: false },
     tax_rates: a.tax_rates as ResolvedRate[],
   }
 }

@@ -100,15 +100,16 @@ describe.each(modes)('usage reconciliation, $mode mode', ({ kafka, skip }) => {
     expect(cancel.body.items[0].status, JSON.stringify(cancel.body)).toBe('applied')
     expect((await byMeter())[calls]).toMatchObject({ stored: 4, corrected: 1, counted: 3, billed: 3, adjusted: 0, unsettled: 0 })
 
-    // Two more late calls: unsettled 2 until the usage-adjustments job bills them (2 × 0.10 on a USAGE_ADJUSTMENT
-    // invoice), then adjusted 2 and nothing unsettled; billed stays what the invoice saw.
+    // Two more late calls: unsettled 2 until the usage-adjustments job settles them (2 × 0.10, scheduled as a line of the
+    // subscription's next invoice: settled once recorded), then adjusted 2 and nothing unsettled; billed stays what the
+    // invoice saw.
     expect((await h.http('POST', '/v1/events/bulk', { body: { events: [event('late2', inPeriod(26), 'us'), event('late3', inPeriod(27), 'us')] } })).status).toBe(202)
     await until('the late calls are stored', async () => (await byMeter())[calls].stored === 6)
     expect((await byMeter())[calls]).toMatchObject({ counted: 5, billed: 3, adjusted: 0, unsettled: 2 })
     const adjusting = await h.http('POST', '/v1/jobs/usage-adjustments/run')
-    expect(adjusting.body.summary, JSON.stringify(adjusting.body)).toMatchObject({ charged: 1, failed: 0 })
-    const adjustment = (await h.http('GET', `/v1/invoices?customer_id=${cus.id}&billing_reason=USAGE_ADJUSTMENT`)).body.items
-    expect(adjustment.map((i: { total: string }) => i.total)).toEqual(['0.2'])
+    expect(adjusting.body.summary, JSON.stringify(adjusting.body)).toMatchObject({ scheduled: 1, failed: 0 })
+    const adjustment = (await h.http('GET', `/v1/usage-adjustments?customer_id=${cus.id}`)).body.items
+    expect(adjustment.map((a: { status: string; total: string }) => [a.status, a.total])).toEqual([['scheduled', '0.2']])
     expect((await byMeter())[calls]).toMatchObject({ counted: 5, billed: 3, adjusted: 2, unsettled: 0 })
 
     // Outside the period: nothing. Bad input: 400 naming the field; an unknown customer: 404; another tenant: 404.

@@ -19,7 +19,7 @@ export async function billedLines(db: Db, scope: Scope, customerId: string, star
   return db<BilledLineRow[]>`
     SELECT i.id AS invoice_id, li.id AS line_item_id, li.meter_id, li.quantity,
            (li.calculation->>'usage_start')::timestamptz AS usage_start, (li.calculation->>'usage_end')::timestamptz AS usage_end, i.finalized_at,
-           COALESCE((SELECT max(a.created_at) FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id AND a.status = 'issued'), i.finalized_at) AS settled_at
+           COALESCE((SELECT max(a.created_at) FROM usage_adjustments a WHERE a.invoice_line_item_id = li.id AND a.status IN ('scheduled', 'issued')), i.finalized_at) AS settled_at
     FROM invoice_line_items li
     JOIN invoices i ON i.id = li.invoice_id AND i.tenant_id = li.tenant_id AND i.environment_id = li.environment_id
     WHERE li.tenant_id = ${scope.tenantId} AND li.environment_id = ${scope.environmentId} AND li.customer_id = ${customerId}
