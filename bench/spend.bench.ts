@@ -21,7 +21,9 @@ interface Seeded {
   wallet: string
 }
 
-const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./spend-server.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] })
+// BENCH_PROFILE=<dir>: the server writes a V8 CPU profile there when it stops.
+const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []
+const child = spawn(process.execPath, [...profile, '--import', 'tsx', fileURLToPath(new URL('./spend-server.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] })
 const seeded: Seeded = JSON.parse(
   await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve)

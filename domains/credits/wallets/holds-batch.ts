@@ -17,7 +17,7 @@ import { recordEvents, type OutboundEvent } from '../../../infra/outbox.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import { insertRecords } from '../../../infra/records.ts'
 import { transaction } from '../../records/service.ts'
-import { closeHolds, heldOn, HOLDS, holdsByKeys, holdsOfWallet, type HoldClosing, type HoldRow } from './holds-store.ts'
+import { closeHolds, HOLDS, holdsForBatch, type HoldClosing, type HoldRow } from './holds-store.ts'
 import { holdEvent, holdView, type HoldView } from './holds-view.ts'
 import { appendDebits, balanceAt, creditsOf } from './ledger.ts'
 import * as store from './store.ts'
@@ -82,9 +82,9 @@ async function runBatch(deps: Deps, tx: Tx, scope: Scope, walletId: string, jobs
   const debiting = live.some((j) => j.kind === 'settle' && j.credits.gt(0))
   let credits = debiting ? await creditsOf(tx, wallet.id) : undefined
   const balance = credits ? balanceOf(credits, at) : await balanceAt(tx, wallet.id, at)
-  const held = await heldOn(tx, wallet.id, at)
-  const stored = new Map((await holdsOfWallet(tx, scope, wallet.id, holdIds)).map((r) => [r.id, r]))
-  const keyed = new Map((await holdsByKeys(tx, wallet.id, keys)).map((r) => [r.idempotency_key!, r]))
+  const { held, named } = await holdsForBatch(tx, wallet.id, at, holdIds, keys)
+  const stored = new Map(named.filter((r) => holdIds.includes(r.id)).map((r) => [r.id, r]))
+  const keyed = new Map(named.filter((r) => r.idempotency_key !== null && keys.includes(r.idempotency_key)).map((r) => [r.idempotency_key!, r]))
 
   const changes = live.map(
     (j): HoldChange =>
@@ -118,10 +118,12 @@ async function runBatch(deps: Deps, tx: Tx, scope: Scope, walletId: string, jobs
     return j.kind === 'settle' && d.kind === 'close' && d.debit.gt(0) ? [{ by: j.by, hold: j.hold, debit: d.debit }] : []
   })
   const debitOf = new Map<string, string>()
+  const events: OutboundEvent[] = [...rows.values()].map((r) => holdEvent('created', r, at))
   for (const group of byAuthor(settling)) {
     const inputs = group.map((s) => ({ credits: s.debit, reason: 'MANUAL_DEBIT' as const, reference_type: 'WALLET_HOLD' as const, reference_id: s.hold, description: `settles hold ${s.hold}` }))
     const written = await appendDebits(tx, scope, { by: group[0].by, at }, wallet, credits!, inputs)
     credits = written.credits
+    events.push(...written.events)
     for (const row of written.rows) debitOf.set(row.reference_id!, row.id)
   }
 
@@ -132,7 +134,6 @@ async function runBatch(deps: Deps, tx: Tx, scope: Scope, walletId: string, jobs
   })
   const closedRows = new Map((await closeHolds(tx, closings, at)).map((r) => [r.id, r]))
 
-  const events: OutboundEvent[] = [...rows.values()].map((r) => holdEvent('created', r, at))
   for (const c of closings) events.push(holdEvent(c.to, closedRows.get(c.id)!, at))
   await recordEvents(tx, scope, events)
   if (events.length > 0) {

@@ -41,19 +41,18 @@ export async function findHold(db: Db, scope: Scope, id: string): Promise<HoldRo
   return row ? decode(row) : undefined
 }
 
-/** The wallet's holds made with these idempotency keys. */
-export async function holdsByKeys(db: Db, walletId: string, keys: string[]): Promise<HoldRow[]> {
-  if (keys.length === 0) return []
-  const rows = await db`SELECT * FROM wallet_holds WHERE wallet_id = ${walletId} AND idempotency_key = ANY(${keys}::text[])`
-  return rows.map(decode)
-}
-
-/** The scope's holds of one wallet among `ids`. */
-export async function holdsOfWallet(db: Db, scope: Scope, walletId: string, ids: string[]): Promise<HoldRow[]> {
-  if (ids.length === 0) return []
-  const rows = await db`SELECT * FROM wallet_holds WHERE id = ANY(${ids}::text[]) AND wallet_id = ${walletId}
-    AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}`
-  return rows.map(decode)
+/**
+ * What a batch of hold changes reads under the wallet's lock, in one statement: the credits held now (active
+ * holds not past their expiry), and the wallet's holds among `ids` or made with one of `keys`.
+ */
+export async function holdsForBatch(db: Db, walletId: string, at: Date, ids: string[], keys: string[]): Promise<{ held: Decimal; named: HoldRow[] }> {
+  const rows = await db`SELECT h.*, NULL::numeric AS held FROM wallet_holds h
+      WHERE h.wallet_id = ${walletId} AND (h.id = ANY(${ids}::text[]) OR h.idempotency_key = ANY(${keys}::text[]))
+    UNION ALL
+    SELECT (NULL::wallet_holds).*, coalesce(sum(amount), 0) FROM wallet_holds
+      WHERE wallet_id = ${walletId} AND hold_status = 'active' AND expires_at > ${at}`
+  const total = rows.find((r) => r.id === null)!
+  return { held: new D(total.held as string), named: rows.filter((r) => r.id !== null).map(({ held: _held, ...row }) => decode(row)) }
 }
 
 export interface HoldClosing {

@@ -3,7 +3,7 @@
 import { applyConsumption, balanceOf, expiredAt, planDebit, type Consumption, type CreditTx, type WalletBalance } from '../../../core/credits/ledger.ts'
 import { D, type Decimal } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
-import { recordEvent, recordEvents } from '../../../infra/outbox.ts'
+import { recordEvent, type OutboundEvent } from '../../../infra/outbox.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
 import { insertRecord, insertRecords, type Audit } from '../../../infra/records.ts'
 import { toWire } from '../../records/wire.ts'
@@ -70,9 +70,16 @@ export interface DebitInput extends EntryFields {
 
 const PURCHASES: readonly store.CreditReason[] = ['PURCHASED_CREDIT_DIRECT', 'PURCHASED_CREDIT_INVOICED']
 
+const transactionCreated = (row: store.TransactionRow): OutboundEvent => ({
+  eventType: 'wallet.transaction.created',
+  entityType: 'wallet_transaction',
+  entityId: row.id,
+  payload: { transaction: toWire(row) },
+})
+
 async function append(tx: Tx, scope: Scope, audit: Audit, fields: object): Promise<store.TransactionRow> {
   const row = await insertRecord<store.TransactionRow>(tx, store.TRANSACTIONS, scope, audit, fields)
-  await recordEvent(tx, scope, { eventType: 'wallet.transaction.created', entityType: 'wallet_transaction', entityId: row.id, payload: { transaction: toWire(row) } })
+  await recordEvent(tx, scope, transactionCreated(row))
   return row
 }
 
@@ -132,8 +139,9 @@ export async function appendDebit(tx: Tx, scope: Scope, audit: Audit, wallet: st
 
 /**
  * Several debits of `credits` (the wallet's open credits, read under its lock), each taken in consumption order
- * after the ones before it, written as one take per credit, one insert and one insert of their events. Each must be
- * covered (the caller decided so); returns the rows, in order, and the credits as they are left.
+ * after the ones before it, written as one take per credit and one insert. Each must be covered (the caller decided
+ * so). Returns the rows, in order, the credits as they are left, and the rows' wallet.transaction.created events,
+ * which the caller records with its own in the same transaction.
  */
 export async function appendDebits(
   tx: Tx,
@@ -142,8 +150,8 @@ export async function appendDebits(
   wallet: store.WalletRow,
   credits: CreditTx[],
   inputs: (EntryFields & { credits: Decimal; reason: store.DebitReason })[],
-): Promise<{ rows: store.TransactionRow[]; credits: CreditTx[] }> {
-  if (inputs.length === 0) return { rows: [], credits }
+): Promise<{ rows: store.TransactionRow[]; credits: CreditTx[]; events: OutboundEvent[] }> {
+  if (inputs.length === 0) return { rows: [], credits, events: [] }
   const taken = new Map<string, Decimal>()
   const fields = inputs.map(({ credits: amount, ...entry }) => {
     const { consumed } = planDebit(credits, amount, audit.at)
@@ -153,12 +161,7 @@ export async function appendDebits(
   })
   await store.takeCredits(tx, [...taken].map(([credit_id, amount]) => ({ credit_id, credits: amount })), audit.at)
   const rows = await insertRecords<store.TransactionRow>(tx, store.TRANSACTIONS, scope, audit, fields)
-  await recordEvents(
-    tx,
-    scope,
-    rows.map((row) => ({ eventType: 'wallet.transaction.created', entityType: 'wallet_transaction', entityId: row.id, payload: { transaction: toWire(row) } })),
-  )
-  return { rows, credits }
+  return { rows, credits, events: rows.map(transactionCreated) }
 }
 
 /** What is left on credits expired at `audit.at` leaves the wallet: one CREDIT_EXPIRED debit per credit, naming it. */
