@@ -151,4 +151,16 @@ describe('usage adjustments on the next invoice (the default)', () => {
     expect(invoices.map((i) => i.total)).toEqual(['118', '44.8'])
     expect(invoices.flatMap((i) => i.line_items).filter((l: any) => l.display_name.includes('usage adjustment'))).toHaveLength(1)
   })
+
+  it('the carrying invoice voided and recalculated: its replacement carries the adjustment again, computed twice (draft, finalization)', async () => {
+    const [, next] = await invoicesOf(cus.tiered.id)
+    await ok('POST', `/v1/invoices/${next.id}/void`)
+    const replacement = await ok('POST', `/v1/invoices/${next.id}/recalculate?finalize=true`)
+    expect(replacement.line_items.map((l: any) => [l.display_name, l.amount, l.tax_amount])).toEqual([
+      ['API calls', '30', '3'],
+      [`API calls: usage adjustment for ${PERIOD}`, '10', '1.8'],
+    ])
+    expect([replacement.invoice_status, replacement.total]).toEqual(['FINALIZED', '44.8'])
+    expect(await adjust()).toMatchObject({ scheduled: 0, charged: 0, fallen_back: 0, failed: 0 })
+  })
 })

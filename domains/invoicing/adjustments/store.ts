@@ -226,9 +226,17 @@ export async function scheduledFor(db: Db, scope: Scope, subscriptionIds: string
     AND a.subscription_id = ANY(${db.array(subscriptionIds)}::text[]) ORDER BY a.seq`
 }
 
-/** The adjustments an invoice carries as lines, in the order they were made. */
+/**
+ * The adjustments an invoice carries as lines, in the order they were made: those marked with it, or with the voided
+ * invoice it replaces (a recalculation computes the same billing point again, lines carried included), however many
+ * replacements back.
+ */
 export async function carriedBy(db: Db, scope: Scope, invoiceId: string): Promise<CarriedRow[]> {
-  return db<CarriedRow[]>`${CARRIED(db)} WHERE a.tenant_id = ${scope.tenantId} AND a.environment_id = ${scope.environmentId} AND a.document_id = ${invoiceId}
+  return db<CarriedRow[]>`WITH RECURSIVE chain(id) AS (
+      SELECT ${invoiceId}::text
+      UNION SELECT i.id FROM invoices i JOIN chain c ON i.recalculated_invoice_id = c.id
+        WHERE i.tenant_id = ${scope.tenantId} AND i.environment_id = ${scope.environmentId})
+    ${CARRIED(db)} WHERE a.tenant_id = ${scope.tenantId} AND a.environment_id = ${scope.environmentId} AND a.document_id IN (SELECT id FROM chain)
     AND a.method = 'next_invoice' AND a.status = 'issued' ORDER BY a.seq`
 }
 
