@@ -5,6 +5,7 @@ import type { Scope } from '../../../core/scope.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import type { Fragment } from '../../../infra/records.ts'
 import type { TaxRate } from '../../../core/billing/taxes.ts'
+import type { LineItemRow } from '../invoices/store.ts'
 
 export type Method = 'next_invoice' | 'own_invoice'
 
@@ -199,17 +200,10 @@ export async function unschedule(db: Db, id: string): Promise<boolean> {
 }
 
 /** A scheduled adjustment as the line its next invoice carries: with the adjusted line's names. */
-export interface CarriedRow extends AdjustmentRow {
-  customer_id: string
+export interface CarriedRow
+  extends AdjustmentRow,
+    Pick<LineItemRow, 'customer_id' | 'entity_id' | 'entity_type' | 'plan_id' | 'plan_display_name' | 'display_name' | 'price_id' | 'meter_id' | 'meter_display_name'> {
   line_subscription_id: string | null
-  entity_id: string | null
-  entity_type: string | null
-  plan_id: string | null
-  plan_display_name: string | null
-  display_name: string | null
-  price_id: string | null
-  meter_id: string | null
-  meter_display_name: string | null
   usage_start: Date
   usage_end: Date
 }
