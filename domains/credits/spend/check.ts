@@ -21,9 +21,10 @@ import { features } from '../../catalog/features/service.ts'
 import { auditOf, everyItem, referenced, transaction } from '../../records/service.ts'
 import { customerEntitlements } from '../../subscriptions/entitlements.ts'
 import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
-import { meterUsage } from '../../usage/queries/service.ts'
+import { requireCustomer } from '../../customers/service.ts'
 import { limitedSpendings } from './spending-limit.ts'
 import * as store from './store.ts'
+import { storedUsageOf } from './usage-cache.ts'
 
 export const MAX_RESERVATION_SECONDS = 86_400
 const DEFAULT_RESERVATION_SECONDS = 300
@@ -86,14 +87,11 @@ function quantityOf(value: number | string): Decimal {
   return q
 }
 
-/** Usage of the meter in the subscription's current period; reused only while the event log has acknowledged nothing since. */
-function storedUsage(deps: Deps, actor: Actor, meterId: string, customerId: string, sub: SubscriptionRow): Promise<Decimal> {
+/** Usage of the meter in the subscription's current period, read after every event the event log has acknowledged so far. */
+async function storedUsage(deps: Deps, actor: Actor, meterId: string, customerId: string, sub: SubscriptionRow): Promise<Decimal> {
   const acknowledged = eventLogOf(deps)?.syncs ?? 0
-  const key = [actor.tenantId, actor.environmentId, meterId, customerId, sub.current_period_start.getTime(), acknowledged]
-  return cached(deps, 'usage', key, async () => {
-    const read = await meterUsage(deps, actor, { meterId, customerId, start: sub.current_period_start, end: sub.current_period_end, billed: true })
-    return read.value
-  })
+  const externalId = await cached(deps, 'customer', [actor.tenantId, actor.environmentId, customerId], async () => (await requireCustomer(deps, actor, customerId)).external_id)
+  return storedUsageOf(deps, actor, meterId, { externalCustomerId: externalId, start: sub.current_period_start, end: sub.current_period_end }, acknowledged)
 }
 
 const reservedOf = (deps: Deps, actor: Actor, customerId: string, featureId: string): Promise<Decimal> =>

@@ -216,6 +216,46 @@ export async function meterUsageByCustomer(
   return new Map([...results].map(([c, r]) => [c, { meterId: meter.id, eventName: meter.event_name, type: rules.aggregation.type, ...r }]))
 }
 
+/** A customer's range in meterUsageOverRanges. */
+export interface CustomerRange {
+  externalCustomerId: string
+  start: Date
+  end: Date
+}
+
+/**
+ * Billed usage of many customers, each over its own range (each subscription has its own period), in one query
+ * for an additive meter without buckets: every range's start and end cut the union of the ranges into windows,
+ * one aggregate per (window, customer) is read, and each customer's windows inside its range are summed (for
+ * these aggregations a sum of windows is the total). Other meters are read one query per distinct range. Each
+ * value equals meterUsage for that customer and range; answered in the order of `ranges`.
+ */
+export async function meterUsageOverRanges(deps: Deps, scope: Scope, meterId: string, ranges: readonly CustomerRange[]): Promise<Decimal[]> {
+  for (const r of ranges) checkRange(r)
+  const { meter, rules } = await readyRules(deps, scope, meterId)
+  const billed = ranges.map((r) => billedRange(meter, { meterId, billed: true, start: r.start, end: r.end, externalCustomerId: r.externalCustomerId.trim() }))
+  const ids = [...new Set(billed.map((r) => r.externalCustomerId))]
+  if (!isAdditive(rules.aggregation.type) || rules.aggregation.bucketSize) {
+    const byRange = new Map<string, Map<string, Pick<UsageResult, 'value'>>>()
+    for (const r of billed) {
+      const key = `${r.start.getTime()}|${r.end.getTime()}`
+      if (byRange.has(key)) continue
+      const customers = [...new Set(billed.filter((o) => o.start.getTime() === r.start.getTime() && o.end.getTime() === r.end.getTime()).map((o) => o.externalCustomerId))]
+      byRange.set(key, await compute(rules, r, meterSource(deps, scope, meter, rules, r, customers, true), customers))
+    }
+    return billed.map((r) => byRange.get(`${r.start.getTime()}|${r.end.getTime()}`)!.get(r.externalCustomerId)!.value)
+  }
+  const cuts = [...new Set(billed.flatMap((r) => [r.start.getTime(), r.end.getTime()]))].sort((a, b) => a - b)
+  const windows = cuts.slice(1).map((end, i) => ({ windowStart: new Date(cuts[i]), start: new Date(cuts[i]), end: new Date(end) }))
+  const slices = slicesOf(windows, undefined, {})
+  const whole: MeterUsageQuery = { meterId, billed: true, start: new Date(cuts[0]), end: new Date(cuts.at(-1)!) }
+  const perSlice = await meterSource(deps, scope, meter, rules, whole, ids, true)(slices)
+  return billed.map((r) => {
+    const perWindow = windowValues(rules.aggregation, slices, perSlice.get(r.externalCustomerId) ?? [], windows.length, cuts[0])
+    return windows.reduce((acc, w, i) => (w.start >= r.start && w.end <= r.end ? acc.plus(perWindow[i].value) : acc), new U(0))
+  })
+}
+
 export interface AdHocQuery extends UsageQuery {
   eventName: string
   aggregation: MeterRules['aggregation']
