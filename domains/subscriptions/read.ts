@@ -4,7 +4,7 @@ import { notFound } from '../../core/errors.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Db, Tx } from '../../infra/postgres.ts'
-import { checkVersion, filterConditions, listRecords, requireRecord } from '../../infra/records.ts'
+import { checkVersion, filterConditions, findRecords, listRecords, requireRecord } from '../../infra/records.ts'
 import { customerViews, getCustomer, type CustomerView } from '../customers/service.ts'
 import { type ListRequest, type Page, page } from '../../core/list.ts'
 import type { OfferingRow } from '../catalog/offerings/service.ts'
@@ -77,6 +77,9 @@ export const subscriptionsAfter = (deps: Deps, afterId: string, limit: number): 
 
 export const requireSubscription = (db: Db, scope: Scope, id: string): Promise<store.SubscriptionRow> =>
   requireRecord<store.SubscriptionRow>(db, store.SUBSCRIPTIONS, scope, id)
+
+/** Subscriptions of the scope by id, whatever their status (requireSubscription for many); absent ids are left out. */
+export const findSubscriptions = (db: Db, scope: Scope, ids: string[]): Promise<store.SubscriptionRow[]> => findRecords<store.SubscriptionRow>(db, store.SUBSCRIPTIONS, scope, ids)
 
 /** A line item of this subscription; one of another subscription, environment or tenant is not found. */
 export async function requireLineItem(db: Db, scope: Scope, subscriptionId: string, id: string): Promise<store.LineItemRow> {

@@ -4,11 +4,12 @@
 import type { CouponUse } from '../../../core/billing/coupons.ts'
 import { computeInvoice, type Invoice, type InvoiceInput, type InvoiceLineInput, type SharedCommitment } from '../../../core/billing/invoice.ts'
 import { ratesByLine } from '../../../core/billing/taxes.ts'
+import { newId } from '../../../core/ids.ts'
 import { D, type Decimal } from '../../../core/money.ts'
 import { amountInUnit } from '../../../core/price-units.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Tx } from '../../../infra/postgres.ts'
-import { insertRecords, type Audit } from '../../../infra/records.ts'
+import type { Audit } from '../../../infra/records.ts'
 import { toWire } from '../../records/wire.ts'
 import type { ResolvedRate } from '../taxes/service.ts'
 import * as store from './store.ts'
@@ -180,12 +181,20 @@ export function computedRows(invoice: Owner, { spec, computed }: Assembled, at: 
 
 /** Stores the computed rows of an invoice. */
 export async function writeComputed(tx: Tx, scope: Scope, audit: Audit, invoice: Owner, assembled: Assembled): Promise<store.LineItemRow[]> {
-  const rows = computedRows(invoice, assembled, audit.at)
-  const lines = await insertRecords<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, rows.lines)
-  const applications = rows.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[line_position].id }))
-  await insertRecords(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
-  await insertRecords(tx, store.TAXES_APPLIED, scope, audit, rows.taxes)
-  return lines
+  return (await writeComputedMany(tx, scope, audit, [{ invoice, assembled }])).lines[0]
+}
+
+/** Stores the computed rows of many invoices, three statements in all: each invoice's lines in order, and the rest. */
+export async function writeComputedMany(tx: Tx, scope: Scope, audit: Audit, items: { invoice: Owner; assembled: Assembled }[]) {
+  const computed = items.map(({ invoice, assembled }) => computedRows(invoice, assembled, audit.at))
+  // Ids given here: an application names its line by id, and lines are inserted all at once.
+  const lines = computed.map((c) => c.lines.map((l) => ({ id: newId(store.LINE_ITEMS.prefix), ...l })))
+  const inserted = await store.insertMany<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, lines.flat())
+  const applications = computed.flatMap((c, k) => c.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[k][line_position].id })))
+  const applied = await store.insertMany<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
+  const taxes = await store.insertMany<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
+  const byId = new Map(inserted.map((l) => [l.id, l]))
+  return { lines: lines.map((ls) => ls.map((l) => byId.get(l.id)!)), applications: applied, taxes }
 }
 
 /** A stored invoice as a spec again: each line its rounded amount (true-ups included), the same coupons and rates. */

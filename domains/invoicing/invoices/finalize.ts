@@ -6,30 +6,48 @@ import { type Decimal } from '../../../core/money.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
-import { updateRecord, type Audit } from '../../../infra/records.ts'
+import type { Audit } from '../../../infra/records.ts'
 import { auditOf, transaction } from '../../records/service.ts'
-import { requireSubscription } from '../../subscriptions/read.ts'
-import { amountsOf, assemble, inputsOf, specOf, writeComputed, type InvoiceSpec } from './assemble.ts'
-import { loadContext, pointBySequence, pointSpec, thresholdPoint } from './billing.ts'
+import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
+import type { BillingPoint } from '../../../core/billing/cycle.ts'
+import { amountsOf, assemble, inputsOf, specOf, writeComputedMany, type Assembled, type InvoiceSpec } from './assemble.ts'
+import { loadContext, pointBySequence, pointSpec, thresholdPoint, type BillingContext } from './billing.ts'
+import type { UsageReader } from './usage-batch.ts'
 import { prepaidCredits, takePrepaidCredits } from './prepaid.ts'
 import { withCarried } from '../adjustments/next-invoice.ts'
 import * as store from './store.ts'
 import { announceInvoice, lockInvoice, requireInvoice } from './read.ts'
 
+const RECOMPUTED = ['SUBSCRIPTION_CREATE', 'SUBSCRIPTION_CYCLE', 'SUBSCRIPTION_TRIAL_START', 'SUBSCRIPTION_TRIAL_END', 'PRORATION', 'AUTO_INVOICE_THRESHOLD']
+
+/** Whether finalization computes the draft again: a subscription draft of a billing point or a threshold cut. */
+export const computedAgain = (invoice: store.InvoiceRow): boolean => !!invoice.subscription_id && invoice.invoice_type === 'SUBSCRIPTION' && RECOMPUTED.includes(invoice.billing_reason)
+
+/** The billing point a subscription draft bills (computedAgain). */
+export function draftPoint(sub: SubscriptionRow, invoice: store.InvoiceRow): BillingPoint {
+  if (invoice.billing_reason !== 'AUTO_INVOICE_THRESHOLD') return pointBySequence(sub, invoice.billing_sequence!)
+  return thresholdPoint(invoice.period_start!, invoice.period_end!, pointBySequence(sub, 1).period)
+}
+
+/** What freshSpec reads, when the caller read it for many drafts at once (finalize-many.ts). */
+export interface FreshInputs {
+  sub: SubscriptionRow
+  ctx: BillingContext
+  usage: UsageReader
+}
+
 /**
  * What a draft is computed from at finalization: a subscription draft is computed again (late usage
  * inside the grace period counts); a one-off draft keeps its lines.
  */
-export async function freshSpec(deps: Deps, scope: Scope, invoice: store.InvoiceRow): Promise<InvoiceSpec | undefined> {
-  if (!invoice.subscription_id || invoice.invoice_type !== 'SUBSCRIPTION' || !['SUBSCRIPTION_CREATE', 'SUBSCRIPTION_CYCLE', 'SUBSCRIPTION_TRIAL_START', 'SUBSCRIPTION_TRIAL_END', 'PRORATION', 'AUTO_INVOICE_THRESHOLD'].includes(invoice.billing_reason)) return undefined
-  const sub = await requireSubscription(deps.sql, scope, invoice.subscription_id)
-  const ctx = await loadContext(deps, scope, sub)
-  if (invoice.billing_reason === 'AUTO_INVOICE_THRESHOLD') {
-    const full = pointBySequence(sub, 1).period
-    const point = thresholdPoint(invoice.period_start!, invoice.period_end!, full)
-    return pointSpec(deps, scope, ctx, point, { usageFrom: invoice.period_start!, usageOnly: true, exceptInvoiceId: invoice.id })
-  }
-  return withCarried(deps.sql, scope, invoice.id, await pointSpec(deps, scope, ctx, pointBySequence(sub, invoice.billing_sequence!), { exceptInvoiceId: invoice.id }))
+export async function freshSpec(deps: Deps, scope: Scope, invoice: store.InvoiceRow, inputs?: FreshInputs): Promise<InvoiceSpec | undefined> {
+  if (!computedAgain(invoice)) return undefined
+  const sub = inputs?.sub ?? (await requireSubscription(deps.sql, scope, invoice.subscription_id!))
+  const ctx = inputs?.ctx ?? (await loadContext(deps, scope, sub))
+  const point = draftPoint(sub, invoice)
+  const usage = inputs?.usage
+  if (invoice.billing_reason === 'AUTO_INVOICE_THRESHOLD') return pointSpec(deps, scope, ctx, point, { usageFrom: invoice.period_start!, usageOnly: true, exceptInvoiceId: invoice.id, usage })
+  return withCarried(deps.sql, scope, invoice.id, await pointSpec(deps, scope, ctx, point, { exceptInvoiceId: invoice.id, usage }))
 }
 
 const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_reason === 'SUBSCRIPTION_TRIAL_START'
@@ -41,23 +59,43 @@ const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_
  * invoices are sent, or waits for a card when the card is charged.
  */
 export async function finalizeLocked(deps: Deps, tx: Tx, scope: Scope, audit: Audit, invoice: store.InvoiceRow, spec?: InvoiceSpec): Promise<store.InvoiceRow> {
-  if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
-  const changes: Record<string, unknown> = {}
-  const prepaid = await prepaidCredits(deps, tx, scope, invoice)
-  if (spec || prepaid) {
-    const base = spec ?? specOf(invoice, (await store.childrenOf(tx, scope, [invoice.id])).lines)
-    const assembled = assemble({ ...base, prepaid })
-    if (assembled.computed.total_prepaid_credits_applied.gt(0)) await takePrepaidCredits(deps, tx, scope, invoice, assembled.computed.total_prepaid_credits_applied)
-    await store.deleteComputed(tx, scope, invoice.id)
-    await writeComputed(tx, scope, audit, invoice, assembled)
-    Object.assign(changes, amountsOf(assembled.computed, invoice.amount_paid), inputsOf(assembled.spec), { last_computed_at: audit.at })
+  return (await finalizeLockedMany(deps, tx, scope, audit, [{ invoice, spec }]))[0]
+}
+
+/** A draft locked by the caller's transaction, with what it is computed from again (freshSpec), if anything. */
+export interface LockedDraft {
+  invoice: store.InvoiceRow
+  spec?: InvoiceSpec
+}
+
+/**
+ * finalizeLocked for several drafts of one scope, in order. Each takes its prepaid credits and its number in turn, as
+ * one by one: each takes the credits the one before left, and an auto top-up invoice that a debit makes is numbered
+ * between them. Their computed rows and their columns are then written together, in a few statements for all.
+ */
+export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit: Audit, drafts: LockedDraft[]): Promise<store.InvoiceRow[]> {
+  const computed: { invoice: store.InvoiceRow; assembled: Assembled }[] = []
+  const changes: { current: store.InvoiceRow; fields: Record<string, unknown> }[] = []
+  for (const { invoice, spec } of drafts) {
+    if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
+    const fields: Record<string, unknown> = {}
+    const prepaid = await prepaidCredits(deps, tx, scope, invoice)
+    if (spec || prepaid) {
+      const base = spec ?? specOf(invoice, (await store.childrenOf(tx, scope, [invoice.id])).lines)
+      const assembled = assemble({ ...base, prepaid })
+      if (assembled.computed.total_prepaid_credits_applied.gt(0)) await takePrepaidCredits(deps, tx, scope, invoice, assembled.computed.total_prepaid_credits_applied)
+      computed.push({ invoice, assembled })
+      Object.assign(fields, amountsOf(assembled.computed, invoice.amount_paid), inputsOf(assembled.spec), { last_computed_at: audit.at })
+    }
+    const amounts = { total: (fields.total as Decimal | undefined) ?? invoice.total, amount_due: (fields.amount_due as Decimal | undefined) ?? invoice.amount_due }
+    const needsNumber = !skipped({ ...invoice, ...amounts }) && !invoice.invoice_number
+    const number = needsNumber ? await nextDocumentNumber(tx, scope, deps.config.invoicing.invoiceNumberTemplate, audit.at) : invoice.invoice_number
+    const sub = isTrialStart(invoice) && invoice.subscription_id ? await requireSubscription(tx, scope, invoice.subscription_id) : null
+    changes.push({ current: invoice, fields: { ...fields, ...finalColumns({ ...invoice, ...amounts }, number, sub?.collection_method ?? null, audit.at) } })
   }
-  const amounts = { total: (changes.total as Decimal | undefined) ?? invoice.total, amount_due: (changes.amount_due as Decimal | undefined) ?? invoice.amount_due }
-  const needsNumber = !skipped({ ...invoice, ...amounts }) && !invoice.invoice_number
-  const number = needsNumber ? await nextDocumentNumber(tx, scope, deps.config.invoicing.invoiceNumberTemplate, audit.at) : invoice.invoice_number
-  const sub = isTrialStart(invoice) && invoice.subscription_id ? await requireSubscription(tx, scope, invoice.subscription_id) : null
-  const columns = finalColumns({ ...invoice, ...amounts }, number, sub?.collection_method ?? null, audit.at)
-  return updateRecord<store.InvoiceRow>(tx, store.INVOICES, scope, invoice.id, { ...changes, ...columns }, { audit })
+  await store.deleteComputed(tx, scope, computed.map((c) => c.invoice.id))
+  await writeComputedMany(tx, scope, audit, computed)
+  return store.updateInvoices(tx, scope, audit, changes)
 }
 
 type Finalizing = Pick<store.InvoiceRow, 'id' | 'billing_reason' | 'metadata' | 'amount_paid' | 'total' | 'amount_due'>

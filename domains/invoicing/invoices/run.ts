@@ -1,8 +1,8 @@
 // The billing run (worker job `billing-run`): every subscription's billing points that are due get
 // their invoice, oldest first (catch-up after a start in the past or downtime); subscriptions with an
 // auto-invoice threshold get a mid-period invoice once their usage charges reach it (rule 5); drafts
-// whose grace period ended are finalized. Each invoice is one transaction, and the unique key
-// (subscription, period start, billing reason) makes a rerun or a concurrent run bill nothing twice.
+// whose grace period ended are finalized. Invoices are stored and finalized a batch per transaction, and the unique
+// key (subscription, period start, billing reason) makes a rerun or a concurrent run bill nothing twice.
 // The `invoice-overdue` job announces finalized invoices past their due date, once each.
 import { duePoints, nextPoint, type BillingPoint } from '../../../core/billing/cycle.ts'
 import { inParallel, timeSlicer, yieldToLoop } from '../../../core/concurrency.ts'
@@ -20,7 +20,7 @@ import { assemble } from './assemble.ts'
 import { billedThroughParent, cycleOf, loadContexts, pointSpec, subscriptionHeader, thresholdPoint, usageRequests, type BillingContext } from './billing.ts'
 import { prefetchUsage, type UsageReader } from './usage-batch.ts'
 import { createSubscriptionInvoices } from './subscription-invoices.ts'
-import { finalizeDraft } from './finalize.ts'
+import { finalizeDrafts } from './finalize-many.ts'
 import { announceInvoices } from './read.ts'
 import { type PointInvoice } from './billing.ts'
 import * as store from './store.ts'
@@ -145,24 +145,24 @@ async function billScope(deps: Deps, scope: Scope, subs: SubscriptionRow[], now:
   for (const sub of due.filter(threshold)) await billThreshold(deps, scope, contexts.get(sub.id)!, now, summary).catch((err) => failure(summary, sub.id, err, deps))
 }
 
-/** Finalizes drafts whose grace period ended; one that fails stays a draft and is reported. */
+/** Finalizes drafts whose grace period ended, a batch per transaction; one that fails stays a draft and is reported. */
 async function finalizeDue(deps: Deps, now: Date, summary: RunSummary, progress: Progress): Promise<void> {
   const audit: Audit = { by: 'system', at: now }
   const failed: string[] = []
   for (;;) {
     const drafts = await store.draftsToFinalize(deps.sql, now, PAGE, inReach(deps.sql, deps, 'invoices.customer_id'), failed)
     if (drafts.length === 0) return
-    for (const [i, draft] of drafts.entries()) {
-      try {
-        const row = await finalizeDraft(deps, scopeOf(draft), audit, draft.id)
-        if (row.invoice_status === 'FINALIZED') summary.finalized++
+    let done = 0
+    for (const { scope, items } of groupByScope(drafts).values()) {
+      for (const [id, outcome] of await finalizeDrafts(deps, scope, audit, items, batchSize(deps))) {
+        if (outcome instanceof Error) {
+          failed.push(id)
+          summary.failed++
+          summary.errors.push({ invoice_id: id, error: outcome.message })
+        } else if (outcome.invoice_status === 'FINALIZED') summary.finalized++
         else summary.skipped++
-      } catch (err) {
-        failed.push(draft.id)
-        summary.failed++
-        summary.errors.push({ invoice_id: draft.id, error: (err as Error).message })
       }
-      progress(i + 1, drafts.length, 'finalizing drafts')
+      progress((done += items.length), drafts.length, 'finalizing drafts')
     }
   }
 }

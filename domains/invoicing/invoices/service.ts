@@ -310,7 +310,7 @@ export async function updateInvoice(deps: Deps, actor: Actor, id: string, input:
       const spec = { ...specOf(invoice, []), lines: lineSpecs(invoice.customer_id, invoice.subscription_id, invoice.currency, line_items) }
       // Line coupons named lines that are gone: only invoice coupons carry over.
       const assembled = assemble({ ...spec, coupons: spec.coupons.filter((c) => c.line_index == null) })
-      await store.deleteComputed(tx, actor, id)
+      await store.deleteComputed(tx, actor, [id])
       await writeComputed(tx, actor, audit, invoice, assembled)
       Object.assign(changes, amountsOf(assembled.computed, invoice.amount_paid), inputsOf(assembled.spec), { last_computed_at: audit.at })
     }
@@ -368,7 +368,7 @@ export async function recalculateInvoice(deps: Deps, actor: Actor, id: string): 
     const invoice = await lockInvoice(tx, actor, id)
     const assembled = assemble(spec)
     if (invoice.invoice_status === 'DRAFT') {
-      await store.deleteComputed(tx, actor, id)
+      await store.deleteComputed(tx, actor, [id])
       await writeComputed(tx, actor, audit, invoice, assembled)
       const row = await updateRecord<store.InvoiceRow>(tx, store.INVOICES, actor, id, { ...amountsOf(assembled.computed, invoice.amount_paid), ...inputsOf(spec), last_computed_at: audit.at }, { audit })
       return announceInvoice(tx, actor, 'invoice.update', row)

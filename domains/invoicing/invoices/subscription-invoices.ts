@@ -12,7 +12,7 @@ import { referenced, transaction } from '../../records/service.ts'
 import { recordEvents } from '../../../infra/outbox.ts'
 import { newId } from '../../../core/ids.ts'
 import { requireSubscription } from '../../subscriptions/read.ts'
-import { amountsOf, assemble, computedRows, inputsOf } from './assemble.ts'
+import { amountsOf, assemble, computedRows, inputsOf, writeComputedMany } from './assemble.ts'
 import { billedThroughParent, cycleOf, loadContext, pointSpec, subscriptionHeader, type PointInvoice } from './billing.ts'
 import { nextPoint } from '../../../core/billing/cycle.ts'
 import { prepaidCredits } from './prepaid.ts'
@@ -61,12 +61,7 @@ export async function storeSubscriptionInvoices(deps: Deps, tx: Tx, scope: Scope
     Object.assign(r, finalColumns(r, k < 0 ? null : formatNumber(template, first + k, audit.at), todo[rows.indexOf(r)].subscription.collection_method, audit.at))
   }
   let inserted = await store.insertMany<store.InvoiceRow>(tx, store.INVOICES, scope, audit, rows)
-  const computed = inserted.map((row, k) => computedRows(row, todo[k].assembled, audit.at))
-  const lines = computed.map((c) => c.lines.map((l) => ({ id: newId(store.LINE_ITEMS.prefix), ...l })))
-  const lineRows = await store.insertMany<store.LineItemRow>(tx, store.LINE_ITEMS, scope, audit, lines.flat())
-  const applications = computed.flatMap((c, k) => c.applications.map(({ line_position, ...a }) => ({ ...a, invoice_line_item_id: line_position === null ? null : lines[k][line_position].id })))
-  const appRows = await store.insertMany<store.CouponApplicationRow>(tx, store.COUPON_APPLICATIONS, scope, audit, applications)
-  const taxRows = await store.insertMany<store.TaxAppliedRow>(tx, store.TAXES_APPLIED, scope, audit, computed.flatMap((c) => c.taxes))
+  const written = await writeComputedMany(tx, scope, audit, inserted.map((row, k) => ({ invoice: row, assembled: todo[k].assembled })))
   await markCarried(tx, scope, inserted.map((row, k) => ({ id: row.id, adjustments: todo[k].adjustments })), audit.at)
   // One after the other, oldest first: each takes the credits the one before left (in parallel they would
   // plan their debits on the same credits, and all but one would be refused).
@@ -77,9 +72,9 @@ export async function storeSubscriptionInvoices(deps: Deps, tx: Tx, scope: Scope
     inserted.map((row) =>
       invoiceEvent(row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', {
         ...row,
-        line_items: lineRows.filter((l) => l.invoice_id === row.id),
-        coupon_applications: appRows.filter((a) => a.invoice_id === row.id),
-        taxes: taxRows.filter((t) => t.entity_id === row.id),
+        line_items: written.lines.flat().filter((l) => l.invoice_id === row.id),
+        coupon_applications: written.applications.filter((a) => a.invoice_id === row.id),
+        taxes: written.taxes.filter((t) => t.entity_id === row.id),
       }),
     ),
   )

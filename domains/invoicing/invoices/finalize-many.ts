@@ -1,0 +1,102 @@
+// Finalizing a page of drafts whose grace period ended (the billing run): each as finalizeDraft would, but read a
+// page at a time (subscriptions, billing contexts, usage a meter and window at a time for all) and written a batch
+// per transaction. A batch that fails (a draft changed or deleted meanwhile, a wallet refusing a debit) rolls back
+// whole and its drafts go through finalizeDraft one by one, which isolates the failure and answers as it always did.
+import type { Scope } from '../../../core/scope.ts'
+import type { Deps } from '../../../infra/deps.ts'
+import type { Audit } from '../../../infra/records.ts'
+import { transaction } from '../../records/service.ts'
+import { findSubscriptions } from '../../subscriptions/read.ts'
+import { loadContexts, usageRequests } from './billing.ts'
+import { computedAgain, draftPoint, finalizeDraft, finalizeLockedMany, freshSpec, type LockedDraft } from './finalize.ts'
+import { announceInvoices } from './read.ts'
+import { prefetchUsage } from './usage-batch.ts'
+import * as store from './store.ts'
+
+/** A draft's outcome: its finalized (or SKIPPED) invoice, or the error that left it a draft. */
+type Outcome = store.InvoiceRow | Error
+
+/**
+ * The drafts' fresh specs, read together; a draft whose spec cannot be computed is left out, and all are when what
+ * they share cannot be read (finalizeDraft then says why, draft by draft).
+ */
+async function freshSpecs(deps: Deps, scope: Scope, drafts: store.InvoiceRow[]): Promise<Map<string, LockedDraft['spec']>> {
+  const specs = new Map<string, LockedDraft['spec']>()
+  for (const d of drafts) if (!computedAgain(d)) specs.set(d.id, undefined)
+  const again = drafts.filter(computedAgain)
+  if (again.length > 0) await againSpecs(deps, scope, again, specs).catch(() => {})
+  return specs
+}
+
+async function againSpecs(deps: Deps, scope: Scope, again: store.InvoiceRow[], specs: Map<string, LockedDraft['spec']>): Promise<void> {
+  const subs = new Map((await findSubscriptions(deps.sql, scope, again.map((d) => d.subscription_id!))).map((s) => [s.id, s]))
+  const contexts = await loadContexts(deps, scope, [...subs.values()])
+  const ready = again.filter((d) => subs.has(d.subscription_id!))
+  const requests = ready.flatMap((d) => {
+    try {
+      return usageRequests(contexts.get(d.subscription_id!)!, draftPoint(subs.get(d.subscription_id!)!, d))
+    } catch {
+      return [] // no such billing point: finalizeDraft reports it
+    }
+  })
+  const usage = await prefetchUsage(deps, scope, requests)
+  for (const d of ready) {
+    const sub = subs.get(d.subscription_id!)!
+    await freshSpec(deps, scope, d, { sub, ctx: contexts.get(sub.id)!, usage }).then(
+      (spec) => specs.set(d.id, spec),
+      () => {},
+    )
+  }
+}
+
+/** One batch in one transaction: every draft as it was read, else nothing is written. */
+async function finalizeBatch(deps: Deps, scope: Scope, audit: Audit, batch: store.InvoiceRow[], specs: Map<string, LockedDraft['spec']>): Promise<store.InvoiceRow[]> {
+  return transaction(deps, async (tx) => {
+    const locked = await store.lockInvoices(tx, scope, batch.map((d) => d.id))
+    const drafts = batch.map((before) => {
+      const invoice = locked.get(before.id)
+      if (!invoice || invoice.status === 'deleted' || invoice.version !== before.version) throw new Error(`invoice ${before.id} changed while it was being finalized`)
+      return { invoice, spec: specs.get(before.id) }
+    })
+    const rows = await finalizeLockedMany(deps, tx, scope, audit, drafts)
+    await announceInvoices(tx, scope, rows.map((row) => ({ eventType: row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', row })))
+    return rows
+  })
+}
+
+/**
+ * Batches of at most `size` drafts, in order, none holding two drafts of one subscription: a draft's spec is read
+ * after the batch before it committed, so a later draft of a subscription counts what the earlier one's finalization
+ * wrote (its coupon applications), as one by one.
+ */
+function batches(drafts: store.InvoiceRow[], size: number): store.InvoiceRow[][] {
+  const out: store.InvoiceRow[][] = []
+  let current: store.InvoiceRow[] = []
+  const subs = new Set<string>()
+  for (const d of drafts) {
+    if (current.length >= size || (d.subscription_id && subs.has(d.subscription_id))) {
+      out.push(current)
+      current = []
+      subs.clear()
+    }
+    current.push(d)
+    if (d.subscription_id) subs.add(d.subscription_id)
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/**
+ * Finalizes drafts of one scope in their order, at most `size` per transaction: the outcome of each, its finalized
+ * (or SKIPPED) invoice or the error that left it a draft.
+ */
+export async function finalizeDrafts(deps: Deps, scope: Scope, audit: Audit, drafts: store.InvoiceRow[], size: number): Promise<Map<string, Outcome>> {
+  const outcomes = new Map<string, Outcome>()
+  for (const batch of batches(drafts, size)) {
+    const specs = await freshSpecs(deps, scope, batch)
+    const rows = batch.every((d) => specs.has(d.id)) ? await finalizeBatch(deps, scope, audit, batch, specs).catch(() => undefined) : undefined
+    if (rows) for (const row of rows) outcomes.set(row.id, row)
+    else for (const d of batch) await finalizeDraft(deps, scope, audit, d.id).then((row) => outcomes.set(d.id, row), (err: Error) => outcomes.set(d.id, err))
+  }
+  return outcomes
+}
