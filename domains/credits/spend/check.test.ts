@@ -7,6 +7,7 @@ import { created, customer, eventsOf, plan, subscribed, unique, usagePrice } fro
 import { startHarness, type Harness } from '../../../test/harness.ts'
 import { readyMeter, send } from '../../../test/usage-helpers.ts'
 import { call, newWallet, topUp } from '../../../test/wallets.ts'
+import { meterUsageOverRanges } from '../../usage/queries/service.ts'
 
 const clock = fixedClock('2025-03-10T00:00:00Z')
 let h: Harness
@@ -69,6 +70,40 @@ describe('a hard limit of 10', () => {
 
   it('refuses a feature the customer is not granted', async () => {
     expect(await check({ feature_id: flag.id, quantity: 1 })).toMatchObject({ allowed: false, reason: 'feature_not_entitled', limit: null })
+  })
+})
+
+describe('customers on their own periods, checked at once', () => {
+  // Their checks' usage reads are answered together (one query for the meter, each customer over its own period).
+  // Each customer sends the same 5 events: Feb 20, Mar 2, Mar 7 06:00, Mar 7 07:00, Mar 9 (the clock is Mar 10).
+  const at = ['2025-02-20T00:00:00Z', '2025-03-02T00:00:00Z', '2025-03-07T06:00:00Z', '2025-03-07T07:00:00Z', '2025-03-09T00:00:00Z']
+  // Current periods: from Mar 1 (4 of them), from Feb 15 12:00 (all 5), from Mar 7 06:30 (the last 2).
+  const starts = ['2025-03-01T00:00:00Z', '2025-02-15T12:00:00Z', '2025-03-07T06:30:00Z']
+  const expected = ['4', '5', '2']
+
+  // For MAX the events carry n = 5, 4, 3, 2, 1 in time order: the largest in each period is again 4, 5 and 2.
+  it.each([
+    ['COUNT (one query for all periods)', { type: 'COUNT' }],
+    ['MAX (not additive: a query per period)', { type: 'MAX', field: 'n' }],
+  ])('%s: each counts the events of its own period', async (_label, aggregation) => {
+    const event = unique('periods')
+    const meterId = await readyMeter(h, { name: event, event_name: event, aggregation })
+    const f = await created(h, '/v1/features', { name: event, type: 'metered', meter_id: meterId })
+    const p = await plan(h, { prices: [usagePrice(meterId, '0.01')], entitlements: [{ feature_id: f.id, usage_limit: 100, usage_reset_period: 'MONTHLY', is_soft_limit: false }] })
+    const customers = []
+    const ranges = []
+    for (const start of starts) {
+      const c = await customer(h)
+      const s = await subscribed(h, { customer_id: c.id, plan_id: p.id, start_date: start })
+      ranges.push({ externalCustomerId: c.external_id, start: new Date(s.current_period_start), end: new Date(s.current_period_end) })
+      await send(h, at.map((t, i) => ({ id: unique('evt'), at: t, props: { n: 5 - i } })), { customer: c.external_id, name: event })
+      customers.push(c)
+    }
+    const answers = await Promise.all(customers.map((c) => check({ feature_id: f.id, quantity: 1 }, c.id)))
+    expect(answers.map((a) => a.usage.stored)).toEqual(expected)
+    // The same read straight, certainly as one batch.
+    const scope = { tenantId: h.tenant.tenantId, environmentId: h.tenant.environments.production }
+    expect((await meterUsageOverRanges(h.running.deps, scope, meterId, ranges)).map((v) => v.toFixed())).toEqual(expected)
   })
 })
 
