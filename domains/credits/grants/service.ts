@@ -5,20 +5,20 @@
 // wallets service. The unique key per period and the wallet transaction's idempotency key make it
 // exactly-once whatever reruns, races or crashes.
 import { dueApplications } from '../../../core/credits/grants.ts'
-import { AppError, validationError } from '../../../core/errors.ts'
+import { AppError, notFound, validationError } from '../../../core/errors.ts'
 import { parseDecimal, type Decimal } from '../../../core/money.ts'
 import { periodBoundary, type BillingPeriod } from '../../../core/periods.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, insertRecord, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { deleteRecord, filterConditions, findRecords, insertRecord, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { requireOffering } from '../../catalog/offerings/kinds.ts'
 import { copyWithOfferings } from '../../catalog/offerings/service.ts'
 import { getCustomer } from '../../customers/service.ts'
 import { customersInReach, inReach } from '../../customers/reach.ts'
 import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
-import { listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
+import { findSubscriptions, listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { grantCredits } from '../wallets/service.ts'
 import * as store from './store.ts'
 
@@ -211,6 +211,22 @@ const BATCH = 200
 const LIVE = ['not_started', 'trialing', 'active', 'incomplete']
 
 const scopeOf = (row: { tenant_id: string; environment_id: string }): Scope => ({ tenantId: row.tenant_id, environmentId: row.environment_id })
+/**
+ * Applications applied in one transaction: on embedded PGlite every request's query waits for the open transaction
+ * on its one connection, so batches there are small (as the billing run's).
+ */
+const batchSize = (deps: Deps): number => (deps.engines.postgres === 'pglite' ? 25 : 200)
+
+/** Applications grouped by scope, each group in the due order. */
+function byScope(apps: store.ApplicationRow[]): { scope: Scope; apps: store.ApplicationRow[] }[] {
+  const groups = new Map<string, { scope: Scope; apps: store.ApplicationRow[] }>()
+  for (const a of apps) {
+    const key = `${a.tenant_id}/${a.environment_id}`
+    if (!groups.has(key)) groups.set(key, { scope: scopeOf(a), apps: [] })
+    groups.get(key)!.apps.push(a)
+  }
+  return [...groups.values()]
+}
 
 /** The subscriptions a grant gives credits to: its own, or every live one on its plan (inherited children included). */
 async function subscriptionsOf(deps: Deps, grant: store.GrantRow): Promise<SubscriptionRow[]> {
@@ -255,51 +271,83 @@ async function payerOf(tx: Tx, scope: Scope, sub: SubscriptionRow): Promise<stri
 
 type Outcome = 'applied' | 'skipped' | 'cancelled' | 'waiting' | 'failed'
 
+/** Applies one application locked by the caller's transaction, with its grant and subscription as read in it. */
+async function applyLocked(deps: Deps, tx: Tx, audit: Audit, waiting: store.ApplicationRow, grant: store.GrantRow, sub: SubscriptionRow | undefined): Promise<Outcome> {
+  const scope = scopeOf(waiting)
+  const set = (fields: object) => updateRecord(tx, store.APPLICATIONS, scope, waiting.id, fields, { audit })
+  if (grant.status !== 'published') {
+    await set({ application_status: 'cancelled' })
+    return 'cancelled'
+  }
+  if (!sub) throw notFound('subscription', waiting.subscription_id)
+  const status_at = { subscription_status_at_application: sub.subscription_status }
+  // A plan's grant for a period after the subscription left the plan (a plan change) gives nothing.
+  if (grant.scope === 'PLAN' && grant.plan_id !== sub.plan_id && sub.plan_start_date && sub.plan_start_date <= waiting.scheduled_for) {
+    await set({ application_status: 'cancelled', ...status_at })
+    return 'cancelled'
+  }
+  if (sub.cancelled_at && sub.cancelled_at <= waiting.scheduled_for) {
+    await set({ application_status: 'skipped', ...status_at })
+    return 'skipped'
+  }
+  // An incomplete subscription grants nothing until it is activated: the application waits.
+  if (sub.subscription_status === 'incomplete') return 'waiting'
+  const credited = await grantCredits(deps, tx, scope, audit, {
+    customer_id: await payerOf(tx, scope, sub),
+    currency: sub.currency,
+    conversion_rate: grant.conversion_rate,
+    credits: waiting.credits,
+    expiry_date: waiting.expiry_date,
+    priority: waiting.priority,
+    reference_id: waiting.id,
+    idempotency_key: waiting.idempotency_key,
+    description: `${grant.name}: ${waiting.application_reason} for ${waiting.period_start.toISOString()}`,
+  })
+  await set({ application_status: 'applied', applied_at: audit.at, wallet_transaction_id: credited.id, failure_reason: null, ...status_at })
+  return 'applied'
+}
+
 /** Applies one application in its own transaction; a failure is recorded in another, to be retried. */
 async function apply(deps: Deps, app: store.ApplicationRow, audit: Audit): Promise<Outcome> {
   const scope = scopeOf(app)
-  const set = (tx: Tx, fields: object) => updateRecord(tx, store.APPLICATIONS, scope, app.id, fields, { audit })
   try {
     return await transaction(deps, async (tx): Promise<Outcome> => {
       const waiting = await store.lockWaiting(tx, app.id)
       if (!waiting) return 'waiting' // applied or taken by another run meanwhile
       const grant = await requireRecord<store.GrantRow>(tx, store.GRANTS, scope, app.credit_grant_id)
-      if (grant.status !== 'published') {
-        await set(tx, { application_status: 'cancelled' })
-        return 'cancelled'
-      }
-      const sub = await requireSubscription(tx, scope, app.subscription_id)
-      const status_at = { subscription_status_at_application: sub.subscription_status }
-      // A plan's grant for a period after the subscription left the plan (a plan change) gives nothing.
-      if (grant.scope === 'PLAN' && grant.plan_id !== sub.plan_id && sub.plan_start_date && sub.plan_start_date <= app.scheduled_for) {
-        await set(tx, { application_status: 'cancelled', ...status_at })
-        return 'cancelled'
-      }
-      if (sub.cancelled_at && sub.cancelled_at <= app.scheduled_for) {
-        await set(tx, { application_status: 'skipped', ...status_at })
-        return 'skipped'
-      }
-      // An incomplete subscription grants nothing until it is activated: the application waits.
-      if (sub.subscription_status === 'incomplete') return 'waiting'
-      const credited = await grantCredits(deps, tx, scope, audit, {
-        customer_id: await payerOf(tx, scope, sub),
-        currency: sub.currency,
-        conversion_rate: grant.conversion_rate,
-        credits: waiting.credits,
-        expiry_date: waiting.expiry_date,
-        priority: waiting.priority,
-        reference_id: waiting.id,
-        idempotency_key: waiting.idempotency_key,
-        description: `${grant.name}: ${waiting.application_reason} for ${waiting.period_start.toISOString()}`,
-      })
-      await set(tx, { application_status: 'applied', applied_at: audit.at, wallet_transaction_id: credited.id, failure_reason: null, ...status_at })
-      return 'applied'
+      const [sub] = await findSubscriptions(tx, scope, [app.subscription_id])
+      return applyLocked(deps, tx, audit, waiting, grant, sub)
     })
   } catch (err) {
     if (!(err instanceof AppError)) deps.logger.error({ err, credit_grant_application: app.id }, 'credit grant application failed')
-    await transaction(deps, (tx) => set(tx, { application_status: 'failed', failure_reason: (err as Error).message, retry_count: app.retry_count + 1 }))
+    await transaction(deps, (tx) => updateRecord(tx, store.APPLICATIONS, scope, app.id, { application_status: 'failed', failure_reason: (err as Error).message, retry_count: app.retry_count + 1 }, { audit }))
     return 'failed'
   }
+}
+
+/**
+ * Applies a batch of one scope's applications in one transaction, in order, their grants and subscriptions read once;
+ * when any fails, the batch rolls back and each is applied on its own (apply), which records the failure.
+ */
+async function applyBatch(deps: Deps, scope: Scope, apps: store.ApplicationRow[], audit: Audit): Promise<Outcome[]> {
+  const together = await transaction(deps, async (tx) => {
+    const waiting = await store.lockWaitingMany(tx, apps.map((a) => a.id))
+    const grants = new Map((await findRecords<store.GrantRow>(tx, store.GRANTS, scope, apps.map((a) => a.credit_grant_id))).map((g) => [g.id, g]))
+    const subs = new Map((await findSubscriptions(tx, scope, apps.map((a) => a.subscription_id))).map((s) => [s.id, s]))
+    const outcomes: Outcome[] = []
+    for (const app of apps) {
+      const locked = waiting.get(app.id)
+      const grant = grants.get(app.credit_grant_id)
+      if (locked && !grant) throw notFound('credit grant', app.credit_grant_id)
+      // Not locked: applied or taken by another run meanwhile.
+      outcomes.push(locked ? await applyLocked(deps, tx, audit, locked, grant!, subs.get(app.subscription_id)) : 'waiting')
+    }
+    return outcomes
+  }).catch(() => undefined)
+  if (together) return together
+  const outcomes: Outcome[] = []
+  for (const app of apps) outcomes.push(await apply(deps, app, audit))
+  return outcomes
 }
 
 export interface GrantJobSummary {
@@ -328,11 +376,14 @@ export async function processCreditGrants(deps: Deps, now: Date = deps.clock.now
   for (;;) {
     const due = await store.applicationsDue(deps.sql, now, MAX_ATTEMPTS, BATCH, inReach(deps.sql, deps, 'subscriptions.customer_id'))
     let moved = 0
-    for (const app of due) {
-      const outcome = await apply(deps, app, audit)
-      if (outcome !== 'waiting') {
-        summary[outcome]++
-        moved++
+    for (const { scope, apps } of byScope(due)) {
+      for (let i = 0; i < apps.length; i += batchSize(deps)) {
+        for (const outcome of await applyBatch(deps, scope, apps.slice(i, i + batchSize(deps)), audit)) {
+          if (outcome !== 'waiting') {
+            summary[outcome]++
+            moved++
+          }
+        }
       }
     }
     // A full batch of applications that all wait (incomplete subscriptions) would come back the same.

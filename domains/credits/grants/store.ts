@@ -130,6 +130,13 @@ export async function lockWaiting(db: Db, id: string): Promise<ApplicationRow | 
   return row ? decodeApplication(row) : undefined
 }
 
+/** lockWaiting for many applications, locked in id order: those another run holds, or that no longer wait, are absent. */
+export async function lockWaitingMany(db: Db, ids: string[]): Promise<Map<string, ApplicationRow>> {
+  const rows = await db`SELECT * FROM credit_grant_applications
+    WHERE id = ANY(${ids}::text[]) AND application_status IN ('pending', 'failed') ORDER BY id FOR UPDATE SKIP LOCKED`
+  return new Map(rows.map((r) => [r.id as string, decodeApplication(r)]))
+}
+
 /** A deleted grant applies nothing more: what still waits is cancelled. */
 export async function cancelWaiting(db: Db, scope: Scope, grantId: string, audit: Audit): Promise<void> {
   await db`UPDATE credit_grant_applications
