@@ -136,6 +136,13 @@ export const features = {
 export const requireFeature = (db: Db, scope: Scope, id: string): Promise<store.FeatureRow> =>
   referenced('feature_id', requireRecord<store.FeatureRow>(db, store.FEATURES, scope, id, { published: true }))
 
+/** Whether any feature of the scope, in any status, has its wallet balance alerts enabled (else no customer's can fire). */
+export async function anyFeatureAlerts(db: Db, scope: Scope): Promise<boolean> {
+  const [row] = await db<{ any: boolean }[]>`SELECT EXISTS (SELECT 1 FROM features WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}
+    AND alert_settings->>'alert_enabled' = 'true') AS any`
+  return row.any
+}
+
 /** The reporting unit of each meter's feature that has one (the oldest such feature when several share a meter): how invoices show usage. */
 export async function reportingUnitsOfMeters(db: Db, scope: Scope, meterIds: string[]): Promise<Map<string, ReportingUnit>> {
   const rows = await publishedIn<store.FeatureRow>(db, store.FEATURES, scope, 'meter_id', meterIds)

@@ -12,7 +12,7 @@ import { toWire } from '../../records/wire.ts'
 import { systemActor, transaction } from '../../records/service.ts'
 import { inReach } from '../../customers/reach.ts'
 import { customerEntitlements } from '../../subscriptions/entitlements.ts'
-import type { FeatureRow } from '../../catalog/features/service.ts'
+import { anyFeatureAlerts, type FeatureRow } from '../../catalog/features/service.ts'
 import { ongoingOf } from './realtime.ts'
 import * as store from './store.ts'
 import { alertSettingsOf, announceAlert, moveAlert, ONGOING_BALANCE, type Judged } from './watch.ts'
@@ -32,9 +32,9 @@ async function watchingFeatures(deps: Deps, scope: Scope, customerId: string): P
   return entitled.features.filter((f) => f.entitlement.is_enabled && f.feature.alert_settings?.alert_enabled).map((f) => f.feature)
 }
 
-async function judgeWallet(deps: Deps, wallet: store.WalletRow, audit: Audit): Promise<number> {
+async function judgeWallet(deps: Deps, wallet: store.WalletRow, audit: Audit, featureAlerts: (scope: Scope) => Promise<boolean>): Promise<number> {
   const scope: Scope = { tenantId: wallet.tenant_id, environmentId: wallet.environment_id }
-  const features = await watchingFeatures(deps, scope, wallet.customer_id)
+  const features = (await featureAlerts(scope)) ? await watchingFeatures(deps, scope, wallet.customer_id) : []
   if (!wallet.alert_settings?.alert_enabled && wallet.ongoing_alert_state === 'ok' && features.length === 0) return 0
   const o = await ongoingOf(deps, scope, wallet, audit.at)
   const judged: Judged = { credits: o.ongoing_credits, current: o.ongoing, balance: o.balance, held: o.held }
@@ -59,11 +59,18 @@ async function judgeWallet(deps: Deps, wallet: store.WalletRow, audit: Audit): P
 export async function checkBalanceAlerts(deps: Deps, now: Date = deps.clock.now()): Promise<{ wallets: number; state_changes: number; failed: number }> {
   const audit: Audit = { by: 'system', at: now }
   const summary = { wallets: 0, state_changes: 0, failed: 0 }
+  // Per scope, once a run: with no feature watching balances, a customer's entitlements need not be read.
+  const known = new Map<string, Promise<boolean>>()
+  const featureAlerts = (scope: Scope) => {
+    const key = `${scope.tenantId}/${scope.environmentId}`
+    if (!known.has(key)) known.set(key, anyFeatureAlerts(deps.sql, scope))
+    return known.get(key)!
+  }
   for (let after = ''; ; ) {
     const wallets = await store.activeWalletsAfter(deps.sql, after, BATCH, inReach(deps.sql, deps, 'wallets.customer_id'))
     for (const wallet of wallets) {
       try {
-        summary.state_changes += await judgeWallet(deps, wallet, audit)
+        summary.state_changes += await judgeWallet(deps, wallet, audit, featureAlerts)
         summary.wallets++
       } catch (err) {
         // One wallet whose usage cannot be read (a meter still backfilling, an engine down) keeps its state until the next run.
