@@ -209,6 +209,37 @@ export async function updateRecord<T>(
   return decodeRow<T>(table, row)
 }
 
+/** A value as jsonb_populate_record reads it back into its column: numeric as exact text, a time as ISO text. */
+const jsonValue = (value: unknown): unknown => (D.isDecimal(value) ? (value as Decimal).toFixed() : value instanceof Date ? value.toISOString() : value)
+
+/**
+ * updateRecord (without a version check) for many records of the scope in one statement: each row gets its own
+ * `fields` and nothing else, its version bumped and its audit columns stamped. The caller holds their row locks or
+ * accepts the statement's; a record absent or deleted is not_found.
+ */
+export async function updateRecords<T>(db: Db, table: RecordTable, scope: Scope, audit: Audit, changes: { id: string; fields: object }[]): Promise<T[]> {
+  if (changes.length === 0) return []
+  const rows = changes.map(({ id, fields }) => ({
+    ...Object.fromEntries(Object.entries(fields).flatMap(([column, value]) => (value === undefined ? [] : [[column, jsonValue(value)]]))),
+    id,
+  }))
+  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))].filter((c) => c !== 'id')
+  // A column only some rows set keeps its value in the others (`e ? column`: the row's JSON has the key).
+  const set = columns
+    .map((c): Fragment => db`${db(c)} = CASE WHEN v.e ? ${c} THEN (v.r).${db(c)} ELSE t.${db(c)} END`)
+    .reduce((acc, c) => db`${acc}, ${c}`, db`version = t.version + 1, updated_at = ${audit.at}, updated_by = ${audit.by}`)
+  const updated = await db`UPDATE ${db(table.name)} AS t SET ${set}
+    FROM (SELECT e, jsonb_populate_record(NULL::${db(table.name)}, e) AS r FROM jsonb_array_elements(${db.json(rows as never)}) AS e) AS v
+    WHERE t.id = (v.r).id AND t.tenant_id = ${scope.tenantId} AND t.environment_id = ${scope.environmentId} AND t.status <> 'deleted'
+    RETURNING t.*`
+  const byId = new Map(updated.map((row) => [row.id as string, decodeRow<T>(table, row)]))
+  return changes.map(({ id }) => {
+    const row = byId.get(id)
+    if (!row) throw notFound(table.noun, id)
+    return row
+  })
+}
+
 /** Soft delete: the record stays readable with status deleted and leaves every list. */
 export const deleteRecord = <T>(db: Db, table: RecordTable, scope: Scope, id: string, audit: Audit): Promise<T> =>
   updateRecord<T>(db, table, scope, id, { status: 'deleted' }, { audit })

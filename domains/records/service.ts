@@ -4,7 +4,7 @@ import { alreadyExists, AppError } from '../../core/errors.ts'
 import type { Actor, Scope } from '../../core/scope.ts'
 import type { ListParams, Page } from '../../core/list.ts'
 import type { Deps } from '../../infra/deps.ts'
-import { recordEvent } from '../../infra/outbox.ts'
+import { recordEvents } from '../../infra/outbox.ts'
 import { writeCommitted } from '../../infra/read-cache.ts'
 import type { Db, Sql, Tx } from '../../infra/postgres.ts'
 import type { Audit, RecordTable } from '../../infra/records.ts'
@@ -37,7 +37,12 @@ export function inTransaction(deps: Deps, tx: Tx): Deps {
 
 /** Writes `<noun>.<action>` to the outbox with the record as the payload, in the caller's transaction. */
 export async function announce(db: Db, scope: Scope, eventType: string, table: RecordTable, record: { id: string }): Promise<void> {
-  await recordEvent(db, scope, { eventType, entityType: table.noun, entityId: record.id, payload: { [table.noun]: toWire(record) } })
+  await announceMany(db, scope, table, [{ eventType, record }])
+}
+
+/** announce for many records of one table and scope, in one statement. */
+export async function announceMany(db: Db, scope: Scope, table: RecordTable, events: { eventType: string; record: { id: string } }[]): Promise<void> {
+  await recordEvents(db, scope, events.map(({ eventType, record }) => ({ eventType, entityType: table.noun, entityId: record.id, payload: { [table.noun]: toWire(record) } })))
 }
 
 /** A unique index of the table, and the field and value a clash on it is reported with. */

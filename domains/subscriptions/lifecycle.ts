@@ -3,11 +3,11 @@
 // rules are core/subscriptions.ts's `advance`; this applies them, with their events, one batch per
 // transaction. Reads never wait for it: the entitlement lookup checks the dates itself.
 import type { Scope } from '../../core/scope.ts'
-import { advance, billingAnchor, type SubscriptionState } from '../../core/subscriptions.ts'
+import { advance, billingAnchor, type Advance, type SubscriptionState } from '../../core/subscriptions.ts'
 import type { Deps } from '../../infra/deps.ts'
 import type { Tx } from '../../infra/postgres.ts'
-import { updateRecord, type Audit } from '../../infra/records.ts'
-import { announce, transaction } from '../records/service.ts'
+import { updateRecord, updateRecords, type Audit } from '../../infra/records.ts'
+import { announce, announceMany, transaction } from '../records/service.ts'
 import { inReach } from '../customers/reach.ts'
 import { releaseChildren } from './service.ts'
 import * as store from './store.ts'
@@ -51,6 +51,33 @@ async function apply(tx: Tx, row: store.SubscriptionRow, now: Date, audit: Audit
   }
 }
 
+/**
+ * A step that changes only the subscription's own row and events: no status change (which ends lines, releases
+ * children or ends children's trials), not a child. Such steps of a page are applied together.
+ */
+const alone = (row: store.SubscriptionRow, step: Advance): boolean => !row.parent_subscription_id && !('subscription_status' in step.changes)
+
+/** apply for a page of locked subscriptions: the steps that touch nothing else in one statement a scope, events in one more. */
+async function applyPage(tx: Tx, rows: store.SubscriptionRow[], now: Date, audit: Audit, summary: LifecycleSummary): Promise<void> {
+  const steps = rows.map((row) => ({ row, step: advance(stateOf(row), now) }))
+  const together = new Map<string, { scope: Scope; steps: { row: store.SubscriptionRow; step: Advance }[] }>()
+  for (const { row, step } of steps) {
+    if (!step || !alone(row, step)) continue
+    const key = `${row.tenant_id}/${row.environment_id}`
+    if (!together.has(key)) together.set(key, { scope: scopeOf(row), steps: [] })
+    together.get(key)!.steps.push({ row, step })
+  }
+  for (const { scope, steps: group } of together.values()) {
+    const updated = await updateRecords<store.SubscriptionRow>(tx, store.SUBSCRIPTIONS, scope, audit, group.map(({ row, step }) => ({ id: row.id, fields: step.changes })))
+    const events = group.flatMap(({ step }, k) => step.events.map((eventType) => ({ eventType, record: updated[k] })))
+    await announceMany(tx, scope, store.SUBSCRIPTIONS, events)
+    for (const { eventType } of events) summary.events[eventType] = (summary.events[eventType] ?? 0) + 1
+    summary.advanced += group.length
+  }
+  // The others one by one, in the page's order: they may change the subscriptions after them.
+  for (const { row, step } of steps) if (step && !alone(row, step)) await apply(tx, row, now, audit, summary)
+}
+
 /** Applies every transition due at `now`; returns what it did, for the job's summary. */
 export async function advanceSubscriptions(deps: Deps, now: Date = deps.clock.now()): Promise<LifecycleSummary> {
   const summary: LifecycleSummary = { advanced: 0, events: {} }
@@ -59,7 +86,7 @@ export async function advanceSubscriptions(deps: Deps, now: Date = deps.clock.no
     const before = summary.advanced
     const n = await transaction(deps, async (tx) => {
       const due = await store.dueAt(tx, now, BATCH, inReach(tx, deps, 'subscriptions.customer_id'))
-      for (const row of due) await apply(tx, row, now, audit, summary)
+      await applyPage(tx, due, now, audit, summary)
       return due.length
     })
     // A full batch that moved nothing would come back the same: stop rather than spin.

@@ -6,7 +6,7 @@ import { type Decimal } from '../../../core/money.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
-import type { Audit } from '../../../infra/records.ts'
+import { updateRecords, type Audit } from '../../../infra/records.ts'
 import { auditOf, transaction } from '../../records/service.ts'
 import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
 import type { BillingPoint } from '../../../core/billing/cycle.ts'
@@ -75,7 +75,7 @@ export interface LockedDraft {
  */
 export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit: Audit, drafts: LockedDraft[]): Promise<store.InvoiceRow[]> {
   const computed: { invoice: store.InvoiceRow; assembled: Assembled }[] = []
-  const changes: { current: store.InvoiceRow; fields: Record<string, unknown> }[] = []
+  const changes: { id: string; fields: Record<string, unknown> }[] = []
   for (const { invoice, spec } of drafts) {
     if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
     const fields: Record<string, unknown> = {}
@@ -91,11 +91,11 @@ export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit
     const needsNumber = !skipped({ ...invoice, ...amounts }) && !invoice.invoice_number
     const number = needsNumber ? await nextDocumentNumber(tx, scope, deps.config.invoicing.invoiceNumberTemplate, audit.at) : invoice.invoice_number
     const sub = isTrialStart(invoice) && invoice.subscription_id ? await requireSubscription(tx, scope, invoice.subscription_id) : null
-    changes.push({ current: invoice, fields: { ...fields, ...finalColumns({ ...invoice, ...amounts }, number, sub?.collection_method ?? null, audit.at) } })
+    changes.push({ id: invoice.id, fields: { ...fields, ...finalColumns({ ...invoice, ...amounts }, number, sub?.collection_method ?? null, audit.at) } })
   }
   await store.deleteComputed(tx, scope, computed.map((c) => c.invoice.id))
   await writeComputedMany(tx, scope, audit, computed)
-  return store.updateInvoices(tx, scope, audit, changes)
+  return updateRecords<store.InvoiceRow>(tx, store.INVOICES, scope, audit, changes)
 }
 
 type Finalizing = Pick<store.InvoiceRow, 'id' | 'billing_reason' | 'metadata' | 'amount_paid' | 'total' | 'amount_due'>

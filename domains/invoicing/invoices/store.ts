@@ -5,7 +5,6 @@ import type { Decimal } from '../../../core/money.ts'
 import type { InvoiceStatus, PaymentStatus } from '../../../core/billing/payments.ts'
 import type { Db } from '../../../infra/postgres.ts'
 import { newId } from '../../../core/ids.ts'
-import { notFound } from '../../../core/errors.ts'
 import { toWire } from '../../records/wire.ts'
 import { decodeRow, filterSpec, publishedIn, type FilterSpec, type Fragment, type RecordRow, type RecordTable } from '../../../infra/records.ts'
 
@@ -154,30 +153,6 @@ export async function lockInvoices(db: Db, scope: Scope, ids: string[]): Promise
   const rows = await db`SELECT * FROM invoices WHERE id = ANY(${ids}::text[]) AND tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}
     ORDER BY id FOR UPDATE`
   return new Map(rows.map((r) => [r.id as string, decodeRow<InvoiceRow>(INVOICES, r)]))
-}
-
-/**
- * updateRecord for many invoices in one statement: each row's `fields` set, its version bumped and its audit columns
- * stamped. A column only some rows change keeps the others' values as `current` has them: read under the row lock.
- */
-export async function updateInvoices(db: Db, scope: Scope, audit: { by: string; at: Date }, changes: { current: InvoiceRow; fields: Record<string, unknown> }[]): Promise<InvoiceRow[]> {
-  if (changes.length === 0) return []
-  const columns = [...new Set(changes.flatMap((c) => Object.keys(c.fields).filter((k) => c.fields[k] !== undefined)))]
-  const json = changes.map(({ current, fields }) => {
-    const row: Record<string, unknown> = { id: current.id, updated_at: audit.at, updated_by: audit.by }
-    for (const column of columns) row[column] = fields[column] !== undefined ? fields[column] : current[column as keyof InvoiceRow]
-    return toWire(row)
-  })
-  const set = [...columns, 'updated_at', 'updated_by'].map((c): Fragment => db`${db(c)} = v.${db(c)}`).reduce((acc, c) => db`${acc}, ${c}`)
-  const rows = await db`UPDATE invoices AS i SET ${set}, version = i.version + 1 FROM jsonb_populate_recordset(NULL::invoices, ${db.json(json as never)}) AS v
-    WHERE i.id = v.id AND i.tenant_id = ${scope.tenantId} AND i.environment_id = ${scope.environmentId} AND i.status <> 'deleted'
-    RETURNING i.*`
-  const byId = new Map(rows.map((r) => [r.id as string, decodeRow<InvoiceRow>(INVOICES, r)]))
-  return changes.map(({ current: { id } }) => {
-    const row = byId.get(id)
-    if (!row) throw notFound(INVOICES.noun, id)
-    return row
-  })
 }
 
 /** The invoice holding an idempotency key (rule 11: voided and deleted ones do not). */
