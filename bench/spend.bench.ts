@@ -12,6 +12,8 @@ import { cpuSeconds, fmt, percentile, report } from './common.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
 const CONCURRENCY = 16
+/** The hold + settle row again with more callers at once: a wallet's batches grow with the requests in flight. */
+const MANY = 64
 
 interface Seeded {
   port: number
@@ -30,7 +32,7 @@ const seeded: Seeded = JSON.parse(
     child.once('exit', (code) => reject(new Error(`spend server exited with ${code}`)))
   }),
 )
-const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+const agent = new Agent({ keepAlive: true, maxSockets: MANY })
 
 /** One request; rejects unless the status is `expect`. Resolves with the parsed body. */
 const send = (method: string, path: string, body: unknown, expect: number) =>
@@ -47,8 +49,8 @@ const send = (method: string, path: string, body: unknown, expect: number) =>
     req.end(payload)
   })
 
-/** Runs `op(i)` from CONCURRENCY loops for `seconds`; each op is one unit (a request, or a hold + settle pair). */
-async function load(op: (i: number) => Promise<unknown>, seconds: number) {
+/** Runs `op(i)` from `callers` loops for `seconds`; each op is one unit (a request, or a hold + settle pair). */
+async function load(op: (i: number) => Promise<unknown>, seconds: number, callers = CONCURRENCY) {
   const latencies: number[] = []
   let stop = false
   let n = 0
@@ -56,7 +58,7 @@ async function load(op: (i: number) => Promise<unknown>, seconds: number) {
   const started = performance.now()
   setTimeout(() => (stop = true), seconds * 1000)
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: callers }, async () => {
       while (!stop) {
         const t = performance.now()
         await op(n++)
@@ -71,19 +73,28 @@ async function load(op: (i: number) => Promise<unknown>, seconds: number) {
 }
 
 const customer = (i: number) => seeded.customers[i % seeded.customers.length]
-const cases: { label: string; op: (i: number) => Promise<unknown> }[] = [
+// What the wallet's debits and settlements took, warm-ups included: the wallet must end at exactly its start less this.
+let taken = 0n
+const cents = (amount: string) => BigInt(amount.replace('.', '').padEnd(amount.includes('.') ? amount.indexOf('.') + 2 : amount.length + 2, '0'))
+const pair = async () => {
+  const hold = await send('POST', `/v1/wallets/${seeded.wallet}/holds`, { amount: '20' }, 201)
+  const settled = await send('POST', `/v1/wallets/holds/${hold.id}/settle`, { amount: '17.34' }, 200)
+  taken += cents(settled.settled_amount)
+}
+const cases: { label: string; op: (i: number) => Promise<unknown>; callers?: number }[] = [
   { label: 'baseline: entitlement lookup, one feature (`GET …/entitlements?feature_ids=`)', op: (i) => send('GET', `/v1/customers/${customer(i)}/entitlements?feature_ids=${seeded.feature}`, undefined, 200) },
   { label: 'check (`POST …/entitlements/check`, hard limit, quantity 2,000)', op: (i) => send('POST', `/v1/customers/${customer(i)}/entitlements/check`, { feature_id: seeded.feature, quantity: 2000 }, 200) },
   { label: 'baseline: entitlement lookup, one customer (caches warm)', op: () => send('GET', `/v1/customers/${customer(0)}/entitlements?feature_ids=${seeded.feature}`, undefined, 200) },
   { label: 'check, one customer (caches warm)', op: () => send('POST', `/v1/customers/${customer(0)}/entitlements/check`, { feature_id: seeded.feature, quantity: 2000 }, 200) },
-  { label: 'baseline: manual debit of 1 credit, one wallet', op: () => send('POST', `/v1/wallets/${seeded.wallet}/debit`, { credits: '1' }, 200) },
   {
-    label: 'hold of 20 credits + settle of 17.34, one wallet (a pair)',
+    label: 'baseline: manual debit of 1 credit, one wallet',
     op: async () => {
-      const hold = await send('POST', `/v1/wallets/${seeded.wallet}/holds`, { amount: '20' }, 201)
-      await send('POST', `/v1/wallets/holds/${hold.id}/settle`, { amount: '17.34' }, 200)
+      await send('POST', `/v1/wallets/${seeded.wallet}/debit`, { credits: '1' }, 200)
+      taken += 100n
     },
   },
+  { label: 'hold of 20 credits + settle of 17.34, one wallet (a pair)', op: pair },
+  { label: `the same pairs from ${MANY} callers at once`, op: pair, callers: MANY },
 ]
 // BENCH_CASES=check or holds runs only those rows (each with its baseline).
 const only = process.env.BENCH_CASES
@@ -92,14 +103,19 @@ const rows: string[] = []
 const loadAtStart = loadavg()[0]
 try {
   for (const c of chosen) {
-    await load(c.op, 1)
-    const r = await load(c.op, SECONDS)
+    await load(c.op, 1, c.callers)
+    const r = await load(c.op, SECONDS, c.callers)
     rows.push(`| ${c.label} | ${fmt(r.perSecond)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.cpuPer)} | ${fmt(r.units)} |`)
     process.stderr.write(`${rows.at(-1)}\n`)
   }
   // No overdraw: what the wallet lost is exactly what was debited and settled.
   const wallet = await send('GET', `/v1/wallets/${seeded.wallet}`, undefined, 200)
-  rows.push(`\nWallet after the run: credit_balance ${wallet.credit_balance}, held_balance ${wallet.held_balance}, available_balance ${wallet.available_balance}.`)
+  const expected = 100_000_000_000n - taken
+  const exact = cents(wallet.credit_balance) === expected && wallet.held_balance === '0'
+  rows.push(
+    `\nWallet after the run: credit_balance ${wallet.credit_balance}, held_balance ${wallet.held_balance}, available_balance ${wallet.available_balance}; ` +
+      `start less what was debited and settled: ${expected / 100n}.${String(expected % 100n).padStart(2, '0')} (${exact ? 'exact' : 'NOT EXACT'}).`,
+  )
 } finally {
   agent.destroy()
   child.kill('SIGTERM')

@@ -139,19 +139,20 @@ export async function appendDebit(tx: Tx, scope: Scope, audit: Audit, wallet: st
 
 /**
  * Several debits of `credits` (the wallet's open credits, read under its lock), each taken in consumption order
- * after the ones before it, written as one take per credit and one insert. Each must be covered (the caller decided
- * so). Returns the rows, in order, the credits as they are left, and the rows' wallet.transaction.created events,
- * which the caller records with its own in the same transaction.
+ * after the ones before it. Each must be covered (the caller decided so). Planned at once: `credits` is what they
+ * leave; `written` resolves once the takes (one per credit) and the one insert, sent together, are done, with the
+ * rows in order and their wallet.transaction.created events, which the caller records with its own. An input may
+ * bring its row's id.
  */
-export async function appendDebits(
+export function appendDebits(
   tx: Tx,
   scope: Scope,
   audit: Audit,
   wallet: store.WalletRow,
   credits: CreditTx[],
-  inputs: (EntryFields & { credits: Decimal; reason: store.DebitReason })[],
-): Promise<{ rows: store.TransactionRow[]; credits: CreditTx[]; events: OutboundEvent[] }> {
-  if (inputs.length === 0) return { rows: [], credits, events: [] }
+  inputs: (EntryFields & { id?: string; credits: Decimal; reason: store.DebitReason })[],
+): { credits: CreditTx[]; written: Promise<{ rows: store.TransactionRow[]; events: OutboundEvent[] }> } {
+  if (inputs.length === 0) return { credits, written: Promise.resolve({ rows: [], events: [] }) }
   const taken = new Map<string, Decimal>()
   const fields = inputs.map(({ credits: amount, ...entry }) => {
     const { consumed } = planDebit(credits, amount, audit.at)
@@ -159,9 +160,11 @@ export async function appendDebits(
     for (const c of consumed) taken.set(c.credit_id, (taken.get(c.credit_id) ?? new D(0)).plus(c.credits))
     return debitRow(wallet, consumed, entry)
   })
-  await store.takeCredits(tx, [...taken].map(([credit_id, amount]) => ({ credit_id, credits: amount })), audit.at)
-  const rows = await insertRecords<store.TransactionRow>(tx, store.TRANSACTIONS, scope, audit, fields)
-  return { rows, credits, events: rows.map(transactionCreated) }
+  const written = Promise.all([
+    store.takeCredits(tx, [...taken].map(([credit_id, amount]) => ({ credit_id, credits: amount })), audit.at),
+    insertRecords<store.TransactionRow>(tx, store.TRANSACTIONS, scope, audit, fields),
+  ]).then(([, rows]) => ({ rows, events: rows.map(transactionCreated) }))
+  return { credits, written }
 }
 
 /** What is left on credits expired at `audit.at` leaves the wallet: one CREDIT_EXPIRED debit per credit, naming it. */
