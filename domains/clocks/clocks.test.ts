@@ -46,6 +46,8 @@ beforeAll(async () => {
   eventName = `calls-${Date.now()}`
   const meter = await ok('POST', '/v1/meters', { name: 'Calls', event_name: eventName, aggregation: { type: 'SUM', field: 'n' } })
   meterId = meter.id
+  // Usage reads answer 503 until the meter's backfill is done (under load it outlasts the fixtures below).
+  while ((await ok('GET', `/v1/meters/${meterId}`)).ready_revision !== meter.revision) await new Promise((r) => setTimeout(r, 100))
   plan = (
     await ok('POST', '/v1/plans', {
       name: 'Pro',
