@@ -11,7 +11,7 @@ import { periodBoundary, type BillingPeriod } from '../../../core/periods.ts'
 import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Db, Tx } from '../../../infra/postgres.ts'
-import { deleteRecord, filterConditions, findRecords, insertRecord, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, type Audit } from '../../../infra/records.ts'
+import { deleteRecord, filterConditions, findRecords, insertRecord, insertRecords, listRecords, publishedIn, requireRecord, updateRecord, updateRecords, type Audit } from '../../../infra/records.ts'
 import { type ListRequest, type Page, page } from '../../../core/list.ts'
 import { requireOffering } from '../../catalog/offerings/kinds.ts'
 import { copyWithOfferings } from '../../catalog/offerings/service.ts'
@@ -271,27 +271,28 @@ async function payerOf(tx: Tx, scope: Scope, sub: SubscriptionRow): Promise<stri
 
 type Outcome = 'applied' | 'skipped' | 'cancelled' | 'waiting' | 'failed'
 
-/** Applies one application locked by the caller's transaction, with its grant and subscription as read in it. */
-async function applyLocked(deps: Deps, tx: Tx, audit: Audit, waiting: store.ApplicationRow, grant: store.GrantRow, sub: SubscriptionRow | undefined): Promise<Outcome> {
+/** What applying an application decided, and the columns that record it (none while it waits). */
+interface Decided {
+  outcome: Outcome
+  fields?: Record<string, unknown>
+}
+
+/**
+ * Applies one application locked by the caller's transaction, with its grant and subscription as read in it; the
+ * caller records the decision in the same transaction.
+ */
+async function applyLocked(deps: Deps, tx: Tx, audit: Audit, waiting: store.ApplicationRow, grant: store.GrantRow, sub: SubscriptionRow | undefined): Promise<Decided> {
   const scope = scopeOf(waiting)
-  const set = (fields: object) => updateRecord(tx, store.APPLICATIONS, scope, waiting.id, fields, { audit })
-  if (grant.status !== 'published') {
-    await set({ application_status: 'cancelled' })
-    return 'cancelled'
-  }
+  if (grant.status !== 'published') return { outcome: 'cancelled', fields: { application_status: 'cancelled' } }
   if (!sub) throw notFound('subscription', waiting.subscription_id)
   const status_at = { subscription_status_at_application: sub.subscription_status }
   // A plan's grant for a period after the subscription left the plan (a plan change) gives nothing.
   if (grant.scope === 'PLAN' && grant.plan_id !== sub.plan_id && sub.plan_start_date && sub.plan_start_date <= waiting.scheduled_for) {
-    await set({ application_status: 'cancelled', ...status_at })
-    return 'cancelled'
+    return { outcome: 'cancelled', fields: { application_status: 'cancelled', ...status_at } }
   }
-  if (sub.cancelled_at && sub.cancelled_at <= waiting.scheduled_for) {
-    await set({ application_status: 'skipped', ...status_at })
-    return 'skipped'
-  }
+  if (sub.cancelled_at && sub.cancelled_at <= waiting.scheduled_for) return { outcome: 'skipped', fields: { application_status: 'skipped', ...status_at } }
   // An incomplete subscription grants nothing until it is activated: the application waits.
-  if (sub.subscription_status === 'incomplete') return 'waiting'
+  if (sub.subscription_status === 'incomplete') return { outcome: 'waiting' }
   const credited = await grantCredits(deps, tx, scope, audit, {
     customer_id: await payerOf(tx, scope, sub),
     currency: sub.currency,
@@ -303,8 +304,12 @@ async function applyLocked(deps: Deps, tx: Tx, audit: Audit, waiting: store.Appl
     idempotency_key: waiting.idempotency_key,
     description: `${grant.name}: ${waiting.application_reason} for ${waiting.period_start.toISOString()}`,
   })
-  await set({ application_status: 'applied', applied_at: audit.at, wallet_transaction_id: credited.id, failure_reason: null, ...status_at })
-  return 'applied'
+  return { outcome: 'applied', fields: { application_status: 'applied', applied_at: audit.at, wallet_transaction_id: credited.id, failure_reason: null, ...status_at } }
+}
+
+/** Records decisions on locked applications of one scope, in one statement. */
+async function record(tx: Tx, scope: Scope, audit: Audit, decided: { id: string; fields?: Record<string, unknown> }[]): Promise<void> {
+  await updateRecords(tx, store.APPLICATIONS, scope, audit, decided.flatMap(({ id, fields }) => (fields ? [{ id, fields }] : [])))
 }
 
 /** Applies one application in its own transaction; a failure is recorded in another, to be retried. */
@@ -316,7 +321,9 @@ async function apply(deps: Deps, app: store.ApplicationRow, audit: Audit): Promi
       if (!waiting) return 'waiting' // applied or taken by another run meanwhile
       const grant = await requireRecord<store.GrantRow>(tx, store.GRANTS, scope, app.credit_grant_id)
       const [sub] = await findSubscriptions(tx, scope, [app.subscription_id])
-      return applyLocked(deps, tx, audit, waiting, grant, sub)
+      const decided = await applyLocked(deps, tx, audit, waiting, grant, sub)
+      await record(tx, scope, audit, [{ id: waiting.id, fields: decided.fields }])
+      return decided.outcome
     })
   } catch (err) {
     if (!(err instanceof AppError)) deps.logger.error({ err, credit_grant_application: app.id }, 'credit grant application failed')
@@ -334,15 +341,16 @@ async function applyBatch(deps: Deps, scope: Scope, apps: store.ApplicationRow[]
     const waiting = await store.lockWaitingMany(tx, apps.map((a) => a.id))
     const grants = new Map((await findRecords<store.GrantRow>(tx, store.GRANTS, scope, apps.map((a) => a.credit_grant_id))).map((g) => [g.id, g]))
     const subs = new Map((await findSubscriptions(tx, scope, apps.map((a) => a.subscription_id))).map((s) => [s.id, s]))
-    const outcomes: Outcome[] = []
+    const decided: (Decided & { id: string })[] = []
     for (const app of apps) {
       const locked = waiting.get(app.id)
       const grant = grants.get(app.credit_grant_id)
       if (locked && !grant) throw notFound('credit grant', app.credit_grant_id)
       // Not locked: applied or taken by another run meanwhile.
-      outcomes.push(locked ? await applyLocked(deps, tx, audit, locked, grant!, subs.get(app.subscription_id)) : 'waiting')
+      decided.push({ id: app.id, ...(locked ? await applyLocked(deps, tx, audit, locked, grant!, subs.get(app.subscription_id)) : { outcome: 'waiting' as const }) })
     }
-    return outcomes
+    await record(tx, scope, audit, decided)
+    return decided.map((d) => d.outcome)
   }).catch(() => undefined)
   if (together) return together
   const outcomes: Outcome[] = []
