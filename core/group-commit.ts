@@ -15,11 +15,13 @@ interface Waiting<Q, R> {
 export class GroupCommit<Q, R> {
   private readonly queues = new Map<string, Waiting<Q, R>[]>()
   private readonly running = new Set<string>()
+  /** Keys whose next batch waits for this many requests, or for its timer. */
+  private readonly gathering = new Map<string, { target: number; timer: NodeJS.Timeout }>()
 
   /**
    * `max`: the most requests one batch takes (a bound on statement size); the rest wait for the next. `gatherMs`:
-   * how long the next batch waits after one ends while requests are queued, so that the callers just answered can
-   * send their next requests into it (with N callers in a loop, batches otherwise settle at about N/2 each).
+   * when a batch ends with requests queued, the next waits until the callers just answered have sent as many again,
+   * or this long at most: with N callers in a loop, batches otherwise settle at about N/2 each.
    */
   constructor(
     private readonly run: (key: string, requests: Q[]) => Promise<Outcome<R>[]>,
@@ -29,8 +31,15 @@ export class GroupCommit<Q, R> {
   submit(key: string, request: Q): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const queue = this.queues.get(key)
-      if (queue) queue.push({ request, resolve, reject })
-      else {
+      if (queue) {
+        queue.push({ request, resolve, reject })
+        const gather = this.gathering.get(key)
+        if (gather && queue.length >= gather.target) {
+          clearTimeout(gather.timer)
+          this.gathering.delete(key)
+          setImmediate(() => void this.next(key))
+        }
+      } else {
         this.queues.set(key, [{ request, resolve, reject }])
         // setImmediate: requests read from other sockets in this same turn of the loop join the first batch.
         if (!this.running.has(key)) setImmediate(() => void this.next(key))
@@ -58,9 +67,17 @@ export class GroupCommit<Q, R> {
       for (const w of batch) w.reject(error)
     } finally {
       this.running.delete(key)
-      if (this.queues.has(key)) {
-        if (this.options.gatherMs) setTimeout(() => void this.next(key), this.options.gatherMs)
-        else void this.next(key)
+      const waiting = this.queues.get(key)?.length ?? 0
+      if (waiting > 0) {
+        const target = waiting + batch.length
+        if (!this.options.gatherMs || waiting >= target) void this.next(key)
+        else {
+          const timer = setTimeout(() => {
+            this.gathering.delete(key)
+            void this.next(key)
+          }, this.options.gatherMs)
+          this.gathering.set(key, { target, timer })
+        }
       }
     }
   }
