@@ -27,21 +27,27 @@ async function payingWallet(tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<
   return wallet?.wallet_type === 'PRE_PAID' ? wallet : undefined
 }
 
-/** What the wallet can pay of the invoice, in its currency, and for which price types; undefined when nothing. */
-export async function walletCreditsFor(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<{ available: Decimal; allowed_price_types: (PriceType | 'ALL')[] } | undefined> {
+/** What the wallet can pay of the invoice, in its currency, and for which price types, with the wallet (locked); undefined when nothing. */
+export async function walletCreditsFor(
+  deps: Deps,
+  tx: Tx,
+  scope: Scope,
+  invoice: InvoiceRef,
+): Promise<{ available: Decimal; allowed_price_types: (PriceType | 'ALL')[]; wallet: store.WalletRow } | undefined> {
   const wallet = await payingWallet(tx, scope, invoice)
   if (!wallet) return undefined
   const { credit_balance } = await balanceAt(tx, wallet.id, deps.clock.now())
   if (credit_balance.isZero()) return undefined
-  return { available: creditsToCurrency(credit_balance, wallet.conversion_rate), allowed_price_types: wallet.config.allowed_price_types }
+  return { available: creditsToCurrency(credit_balance, wallet.conversion_rate), allowed_price_types: wallet.config.allowed_price_types, wallet }
 }
 
 /**
  * Debits what the invoice engine applied (`amount`, in the invoice's currency) in consumption order, as one
- * INVOICE_PAYMENT transaction referencing the invoice; then the wallet's alerts and auto top-up.
+ * INVOICE_PAYMENT transaction referencing the invoice; then the wallet's alerts and auto top-up. `from`: what
+ * walletCreditsFor answered in this transaction, whose wallet is locked already.
  */
-export async function applyWalletCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, amount: Decimal): Promise<store.TransactionRow | undefined> {
-  const wallet = await payingWallet(tx, scope, invoice)
+export async function applyWalletCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, amount: Decimal, from?: { wallet: unknown }): Promise<store.TransactionRow | undefined> {
+  const wallet = (from?.wallet as store.WalletRow | undefined) ?? (await payingWallet(tx, scope, invoice))
   if (!wallet || !amount.gt(0)) return undefined
   const audit = systemAudit(deps)
   // The engine rounds down to the minor unit what the credits are worth: credits for it never exceed what is there.
@@ -121,7 +127,7 @@ export async function payInvoiceFromWallet(deps: Deps, actor: Actor, invoiceId: 
     if (!credits.allowed_price_types.includes('ALL')) throw invalidOperation('the wallet pays only some price types; it pays invoices at their finalization', { allowed_price_types: credits.allowed_price_types })
     const amount = D.min(roundMoney(credits.available.toDecimalPlaces(minorUnits(invoice.currency), D.ROUND_DOWN), invoice.currency), invoice.amount_remaining)
     if (!amount.gt(0)) throw invalidOperation(`the wallet's credits are worth less than the smallest ${invoice.currency} amount`)
-    await applyWalletCredits(deps, tx, actor, invoice, amount)
+    await applyWalletCredits(deps, tx, actor, invoice, amount, credits)
     const paid = await recordPayment(deps, tx, actor, audit, invoiceId, { payment_status: amount.eq(invoice.amount_remaining) ? 'SUCCEEDED' : 'PENDING', amount: amount.toFixed() }, { method: 'CREDITS', reference: null })
     return { message: `${formatMoney(amount, invoice.currency)} paid from the wallet; ${formatMoney(paid.amount_remaining, invoice.currency)} remains`, amount_paid: amount.toFixed() }
   })

@@ -1,12 +1,13 @@
-// Finalizing a page of drafts whose grace period ended (the billing run): each as finalizeDraft would, but read a
-// page at a time (subscriptions, billing contexts, usage a meter and window at a time for all) and written a batch
-// per transaction. A batch that fails (a draft changed or deleted meanwhile, a wallet refusing a debit) rolls back
+// Finalizing a page of drafts whose grace period ended (the billing run): each as finalizeDraft would, but a batch at
+// a time: read together (subscriptions, billing contexts, usage a meter and window at a time for all), then written
+// in one transaction. A batch that fails (a draft changed or deleted meanwhile, a wallet refusing a debit) rolls back
 // whole and its drafts go through finalizeDraft one by one, which isolates the failure and answers as it always did.
 import type { Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Audit } from '../../../infra/records.ts'
 import { transaction } from '../../records/service.ts'
-import { findSubscriptions } from '../../subscriptions/read.ts'
+import type { BillingPoint } from '../../../core/billing/cycle.ts'
+import { findSubscriptions, type SubscriptionRow } from '../../subscriptions/read.ts'
 import { loadContexts, usageRequests } from './billing.ts'
 import { computedAgain, draftPoint, finalizeDraft, finalizeLockedMany, freshSpec, type LockedDraft } from './finalize.ts'
 import { announceInvoices } from './read.ts'
@@ -31,21 +32,25 @@ async function freshSpecs(deps: Deps, scope: Scope, drafts: store.InvoiceRow[]):
 async function againSpecs(deps: Deps, scope: Scope, again: store.InvoiceRow[], specs: Map<string, LockedDraft['spec']>): Promise<void> {
   const subs = new Map((await findSubscriptions(deps.sql, scope, again.map((d) => d.subscription_id!))).map((s) => [s.id, s]))
   const contexts = await loadContexts(deps, scope, [...subs.values()])
-  const ready = again.filter((d) => subs.has(d.subscription_id!))
-  const requests = ready.flatMap((d) => {
-    try {
-      return usageRequests(contexts.get(d.subscription_id!)!, draftPoint(subs.get(d.subscription_id!)!, d))
-    } catch {
-      return [] // no such billing point: finalizeDraft reports it
-    }
-  })
-  const usage = await prefetchUsage(deps, scope, requests)
+  // A draft whose billing point cannot be found is left out: finalizeDraft reports it.
+  const points = new Map(again.flatMap((d) => (subs.has(d.subscription_id!) ? pointOf(subs.get(d.subscription_id!)!, d) : [])))
+  const ready = again.filter((d) => points.has(d.id))
+  const usage = await prefetchUsage(deps, scope, ready.flatMap((d) => usageRequests(contexts.get(d.subscription_id!)!, points.get(d.id)!)))
   for (const d of ready) {
     const sub = subs.get(d.subscription_id!)!
-    await freshSpec(deps, scope, d, { sub, ctx: contexts.get(sub.id)!, usage }).then(
+    await freshSpec(deps, scope, d, { sub, ctx: contexts.get(sub.id)!, usage, point: points.get(d.id)! }).then(
       (spec) => specs.set(d.id, spec),
       () => {},
     )
+  }
+}
+
+/** The draft's billing point, as an entry by draft id; none when its subscription has no such point. */
+function pointOf(sub: SubscriptionRow, draft: store.InvoiceRow): [string, BillingPoint][] {
+  try {
+    return [[draft.id, draftPoint(sub, draft)]]
+  } catch {
+    return []
   }
 }
 

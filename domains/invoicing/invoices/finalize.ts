@@ -34,6 +34,7 @@ export interface FreshInputs {
   sub: SubscriptionRow
   ctx: BillingContext
   usage: UsageReader
+  point: BillingPoint
 }
 
 /**
@@ -44,7 +45,7 @@ export async function freshSpec(deps: Deps, scope: Scope, invoice: store.Invoice
   if (!computedAgain(invoice)) return undefined
   const sub = inputs?.sub ?? (await requireSubscription(deps.sql, scope, invoice.subscription_id!))
   const ctx = inputs?.ctx ?? (await loadContext(deps, scope, sub))
-  const point = draftPoint(sub, invoice)
+  const point = inputs?.point ?? draftPoint(sub, invoice)
   const usage = inputs?.usage
   if (invoice.billing_reason === 'AUTO_INVOICE_THRESHOLD') return pointSpec(deps, scope, ctx, point, { usageFrom: invoice.period_start!, usageOnly: true, exceptInvoiceId: invoice.id, usage })
   return withCarried(deps.sql, scope, invoice.id, await pointSpec(deps, scope, ctx, point, { exceptInvoiceId: invoice.id, usage }))
@@ -82,8 +83,8 @@ export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit
     const prepaid = await prepaidCredits(deps, tx, scope, invoice)
     if (spec || prepaid) {
       const base = spec ?? specOf(invoice, (await store.childrenOf(tx, scope, [invoice.id])).lines)
-      const assembled = assemble({ ...base, prepaid })
-      if (assembled.computed.total_prepaid_credits_applied.gt(0)) await takePrepaidCredits(deps, tx, scope, invoice, assembled.computed.total_prepaid_credits_applied)
+      const assembled = assemble({ ...base, prepaid: prepaid && { available: prepaid.available, allowed_price_types: prepaid.allowed_price_types } })
+      if (prepaid && assembled.computed.total_prepaid_credits_applied.gt(0)) await takePrepaidCredits(deps, tx, scope, invoice, assembled.computed.total_prepaid_credits_applied, prepaid)
       computed.push({ invoice, assembled })
       Object.assign(fields, amountsOf(assembled.computed, invoice.amount_paid), inputsOf(assembled.spec), { last_computed_at: audit.at })
     }

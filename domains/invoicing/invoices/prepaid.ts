@@ -13,11 +13,14 @@ import type { InvoiceRow } from './store.ts'
 /** The invoice as a wallet sees it. */
 export type InvoiceRef = Pick<InvoiceRow, 'id' | 'customer_id' | 'currency' | 'invoice_type'>
 
+/** What a wallet may pay of an invoice (the engine's prepaid input), and the wallet as read, locked, to take it from. */
+export type PrepaidCredits = NonNullable<InvoiceInput['prepaid']> & { wallet: unknown }
+
 export interface PrepaidWallet {
-  /** The wallet's credits that may pay the invoice; undefined when none apply. */
-  creditsFor(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<InvoiceInput['prepaid']>
-  /** Takes what the engine applied, in the finalizing transaction. */
-  take(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, amount: Decimal): Promise<unknown>
+  /** The wallet's credits that may pay the invoice, its wallet locked; undefined when none apply. */
+  creditsFor(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<PrepaidCredits | undefined>
+  /** Takes what the engine applied from the wallet creditsFor read, in the same (finalizing) transaction. */
+  take(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, amount: Decimal, from: PrepaidCredits): Promise<unknown>
   /** Gives back what a voided invoice took. */
   giveBack(deps: Deps, tx: Tx, scope: Scope, invoiceId: string): Promise<unknown>
   /** A paid credit purchase: its credits enter the wallet. */
@@ -35,10 +38,10 @@ function wallet(): PrepaidWallet {
   return plugged
 }
 
-export const prepaidCredits = (deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<InvoiceInput['prepaid']> => wallet().creditsFor(deps, tx, scope, invoice)
+export const prepaidCredits = (deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<PrepaidCredits | undefined> => wallet().creditsFor(deps, tx, scope, invoice)
 
-export async function takePrepaidCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow, amount: Decimal): Promise<void> {
-  await wallet().take(deps, tx, scope, invoice, amount)
+export async function takePrepaidCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow, amount: Decimal, from: PrepaidCredits): Promise<void> {
+  await wallet().take(deps, tx, scope, invoice, amount, from)
 }
 
 export async function returnPrepaidCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<void> {
