@@ -118,6 +118,31 @@ describe('what a hold keeps', () => {
   })
 })
 
+describe('many changes of one wallet at once (one batch, each its own answer)', () => {
+  it('makes only what 50 credits cover, answers a repeated key with its hold, settles and releases twice alike', async () => {
+    const c = await customer(h)
+    const w = await newWallet(h, c.id, { initial_credits_to_load: '50' })
+    const hold = (key: string) => h.http('POST', `/v1/wallets/${w.id}/holds`, { body: { amount: '20', idempotency_key: key } })
+    const [a, b, cc, again] = await Promise.all([hold('a'), hold('b'), hold('c'), hold('a')])
+    // 50 covers two holds of 20: whichever came third is refused with the 10 left.
+    const made = [a, b, cc].filter((r) => r.status === 201)
+    expect(made).toHaveLength(2)
+    expect([a, b, cc].find((r) => r.status !== 201)!.body).toMatchObject({ http_status_code: 400, details: { available_balance: '10', held_balance: '40', requested: '20' } })
+    expect([again.status, again.body.id]).toEqual([a.status, a.body.id])
+    const [x, y] = made.map((r) => r.body.id)
+
+    const settles = await Promise.all([ok('POST', `/v1/wallets/holds/${x}/settle`, { amount: '15' }), ok('POST', `/v1/wallets/holds/${x}/settle`, { amount: '15' })])
+    const releases = await Promise.all([ok('POST', `/v1/wallets/holds/${y}/release`), ok('POST', `/v1/wallets/holds/${y}/release`)])
+    expect(settles[0]).toMatchObject({ status: 'settled', settled_amount: '15', transaction_id: expect.any(String) })
+    expect(settles[1]).toEqual(settles[0])
+    expect(releases[1]).toEqual(releases[0])
+    expect((await ledger(h, w.id, '&type=debit')).map((t) => [t.credit_amount, t.reference_id])).toEqual([['15', x]])
+    const after = await ok('GET', `/v1/wallets/${w.id}`)
+    expect([after.credit_balance, after.held_balance, after.available_balance]).toEqual(['35', '0', '35'])
+    expect(await eventsOf(h, x)).toEqual(['wallet.hold.created', 'wallet.hold.settled'])
+  })
+})
+
 describe('bad input', () => {
   it.each([
     [{ amount: '1', expires_in_seconds: 86_401 }, 'expires_in_seconds'],
