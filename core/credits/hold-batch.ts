@@ -5,7 +5,7 @@
 import { D, type Decimal } from '../money.ts'
 import { fitHold, planSettle } from './holds.ts'
 
-export type HoldState = 'active' | 'settled' | 'released' | 'expired'
+type HoldState = 'active' | 'settled' | 'released' | 'expired'
 
 export interface KnownHold {
   amount: Decimal
