@@ -27,18 +27,22 @@ async function payingWallet(tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<
   return wallet?.wallet_type === 'PRE_PAID' ? wallet : undefined
 }
 
-/** What the wallet can pay of the invoice, in its currency, and for which price types, with the wallet (locked); undefined when nothing. */
+/**
+ * What the wallet can pay of the invoice, in its currency, and for which price types, with the wallet (locked) and
+ * whether a debit may start an auto top-up by invoice; undefined when nothing.
+ */
 export async function walletCreditsFor(
   deps: Deps,
   tx: Tx,
   scope: Scope,
   invoice: InvoiceRef,
-): Promise<{ available: Decimal; allowed_price_types: (PriceType | 'ALL')[]; wallet: store.WalletRow } | undefined> {
+): Promise<{ available: Decimal; allowed_price_types: (PriceType | 'ALL')[]; wallet: store.WalletRow; mayInvoice: boolean } | undefined> {
   const wallet = await payingWallet(tx, scope, invoice)
   if (!wallet) return undefined
   const { credit_balance } = await balanceAt(tx, wallet.id, deps.clock.now())
   if (credit_balance.isZero()) return undefined
-  return { available: creditsToCurrency(credit_balance, wallet.conversion_rate), allowed_price_types: wallet.config.allowed_price_types, wallet }
+  const mayInvoice = wallet.auto_topup?.enabled === true && wallet.auto_topup.invoicing
+  return { available: creditsToCurrency(credit_balance, wallet.conversion_rate), allowed_price_types: wallet.config.allowed_price_types, wallet, mayInvoice }
 }
 
 /**

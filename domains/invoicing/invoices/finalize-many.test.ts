@@ -83,4 +83,28 @@ describe('finalizing a page of drafts', () => {
     // A rerun finalizes nothing again and reports the broken draft again.
     expect(await run()).toMatchObject({ finalized: 0, failed: 1 })
   })
+
+  it('numbers an auto top-up invoice that a debit starts between the invoices, as one by one', async () => {
+    clock.set('2024-06-01T00:10:00Z')
+    const p = await plan(h, { prices: [fixedPrice('10.00', { display_name: 'Seat', invoice_cadence: 'ARREAR' })] })
+    const [plain, topped] = await Promise.all([customer(h), customer(h)])
+    const subscribe = (customerId: string) =>
+      call(h, 'POST', '/v1/subscriptions', { customer_id: customerId, plan_id: p.id, currency: 'USD', billing_period: 'MONTHLY', collection_method: 'send_invoice', start_date: '2024-05-01T00:00:00Z' }, 201)
+    const [subPlain, subTopped] = [await subscribe(plain.id), await subscribe(topped.id)]
+    // 15 credits, topped up by invoice at 5 or less: May's 10.00 leaves 5.
+    await newWallet(h, topped.id, { initial_credits_to_load: '15', auto_topup: { enabled: true, threshold: 5, amount: 50, invoicing: true } })
+    await run()
+    clock.set('2024-07-02T00:00:00Z')
+    // (The first test's subscriptions bill on: only this one's invoices are looked at.)
+    await run()
+
+    const [may] = await cycleInvoices(subTopped.id)
+    const [other] = await cycleInvoices(subPlain.id)
+    const [topup] = (await call(h, 'GET', `/v1/invoices?customer_id=${topped.id}&billing_reason=WALLET_AUTO_TOPUP`)).items
+    expect([may.invoice_status, may.total_prepaid_credits_applied, other.invoice_status, topup.invoice_status, topup.total]).toEqual(['FINALIZED', '10', 'FINALIZED', 'FINALIZED', '50'])
+    // One by one in the drafts' order (their finalize_after, then id), the top-up is numbered by the debit, before its invoice.
+    const number = (i: any) => Number(/(\d+)$/.exec(i.invoice_number)![1])
+    const order = may.id < other.id ? [topup, may, other] : [other, topup, may]
+    expect(order.map(number)).toEqual(order.map((_, k) => number(order[0]) + k))
+  })
 })

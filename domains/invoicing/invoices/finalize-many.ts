@@ -97,11 +97,21 @@ function batches(drafts: store.InvoiceRow[], size: number): store.InvoiceRow[][]
  */
 export async function finalizeDrafts(deps: Deps, scope: Scope, audit: Audit, drafts: store.InvoiceRow[], size: number): Promise<Map<string, Outcome>> {
   const outcomes = new Map<string, Outcome>()
+  const one = (id: string) => finalizeDraft(deps, scope, audit, id).then((row) => outcomes.set(id, row), (err: Error) => outcomes.set(id, err))
   for (const batch of batches(drafts, size)) {
     const specs = await freshSpecs(deps, scope, batch)
-    const rows = batch.every((d) => specs.has(d.id)) ? await finalizeBatch(deps, scope, audit, batch, specs).catch(() => undefined) : undefined
-    if (rows) for (const row of rows) outcomes.set(row.id, row)
-    else for (const d of batch) await finalizeDraft(deps, scope, audit, d.id).then((row) => outcomes.set(d.id, row), (err: Error) => outcomes.set(d.id, err))
+    // In order: a draft whose spec could not be computed goes alone, the runs of drafts between such ones together.
+    for (let i = 0; i < batch.length; ) {
+      if (!specs.has(batch[i].id)) {
+        await one(batch[i++].id)
+        continue
+      }
+      const run: store.InvoiceRow[] = []
+      while (i < batch.length && specs.has(batch[i].id)) run.push(batch[i++])
+      const rows = await finalizeBatch(deps, scope, audit, run, specs).catch(() => undefined)
+      if (rows) for (const row of rows) outcomes.set(row.id, row)
+      else for (const d of run) await one(d.id)
+    }
   }
   return outcomes
 }

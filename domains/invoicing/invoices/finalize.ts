@@ -77,6 +77,16 @@ export interface LockedDraft {
 export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit: Audit, drafts: LockedDraft[]): Promise<store.InvoiceRow[]> {
   const computed: { invoice: store.InvoiceRow; assembled: Assembled }[] = []
   const changes: { id: string; fields: Record<string, unknown> }[] = []
+  // Numbers are taken together, in order. A debit that may start an auto top-up by invoice (numbered from the same
+  // sequence) first takes those owed so far, so every document gets the number it would get one by one.
+  const template = deps.config.invoicing.invoiceNumberTemplate
+  const unnumbered: { fields: Record<string, unknown>; final: (number: string) => Record<string, unknown> }[] = []
+  const takeNumbers = async () => {
+    if (unnumbered.length === 0) return
+    const first = await store.nextNumbers(tx, scope, numberScope(template, audit.at), unnumbered.length)
+    unnumbered.forEach((u, k) => Object.assign(u.fields, u.final(formatNumber(template, first + k, audit.at))))
+    unnumbered.length = 0
+  }
   for (const { invoice, spec } of drafts) {
     if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
     const fields: Record<string, unknown> = {}
@@ -84,16 +94,22 @@ export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit
     if (spec || prepaid) {
       const base = spec ?? specOf(invoice, (await store.childrenOf(tx, scope, [invoice.id])).lines)
       const assembled = assemble({ ...base, prepaid: prepaid && { available: prepaid.available, allowed_price_types: prepaid.allowed_price_types } })
-      if (prepaid && assembled.computed.total_prepaid_credits_applied.gt(0)) await takePrepaidCredits(deps, tx, scope, invoice, assembled.computed.total_prepaid_credits_applied, prepaid)
+      const applied = assembled.computed.total_prepaid_credits_applied
+      if (prepaid && applied.gt(0)) {
+        if (prepaid.mayInvoice) await takeNumbers()
+        await takePrepaidCredits(deps, tx, scope, invoice, applied, prepaid)
+      }
       computed.push({ invoice, assembled })
       Object.assign(fields, amountsOf(assembled.computed, invoice.amount_paid), inputsOf(assembled.spec), { last_computed_at: audit.at })
     }
     const amounts = { total: (fields.total as Decimal | undefined) ?? invoice.total, amount_due: (fields.amount_due as Decimal | undefined) ?? invoice.amount_due }
-    const needsNumber = !skipped({ ...invoice, ...amounts }) && !invoice.invoice_number
-    const number = needsNumber ? await nextDocumentNumber(tx, scope, deps.config.invoicing.invoiceNumberTemplate, audit.at) : invoice.invoice_number
     const sub = isTrialStart(invoice) && invoice.subscription_id ? await requireSubscription(tx, scope, invoice.subscription_id) : null
-    changes.push({ id: invoice.id, fields: { ...fields, ...finalColumns({ ...invoice, ...amounts }, number, sub?.collection_method ?? null, audit.at) } })
+    const final = (number: string | null) => finalColumns({ ...invoice, ...amounts }, number, sub?.collection_method ?? null, audit.at)
+    if (!skipped({ ...invoice, ...amounts }) && !invoice.invoice_number) unnumbered.push({ fields, final })
+    else Object.assign(fields, final(invoice.invoice_number))
+    changes.push({ id: invoice.id, fields })
   }
+  await takeNumbers()
   await store.deleteComputed(tx, scope, computed.map((c) => c.invoice.id))
   await writeComputedMany(tx, scope, audit, computed)
   return updateRecords<store.InvoiceRow>(tx, store.INVOICES, scope, audit, changes)

@@ -13,8 +13,11 @@ import type { InvoiceRow } from './store.ts'
 /** The invoice as a wallet sees it. */
 export type InvoiceRef = Pick<InvoiceRow, 'id' | 'customer_id' | 'currency' | 'invoice_type'>
 
-/** What a wallet may pay of an invoice (the engine's prepaid input), and the wallet as read, locked, to take it from. */
-export type PrepaidCredits = NonNullable<InvoiceInput['prepaid']> & { wallet: unknown }
+/**
+ * What a wallet may pay of an invoice (the engine's prepaid input), and the wallet as read, locked, to take it from;
+ * `mayInvoice`: taking from it may start an auto top-up by invoice, which takes a number of the invoices' sequence.
+ */
+export type PrepaidCredits = NonNullable<InvoiceInput['prepaid']> & { wallet: unknown; mayInvoice: boolean }
 
 export interface PrepaidWallet {
   /** The wallet's credits that may pay the invoice, its wallet locked; undefined when none apply. */
