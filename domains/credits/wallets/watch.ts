@@ -87,6 +87,9 @@ export async function moveAlert(tx: Tx, scope: Scope, audit: Audit, wallet: stor
  */
 export async function settle(deps: Deps, tx: Tx, scope: Scope, audit: Audit, wallet: store.WalletRow, known?: { balance: WalletBalance; held: Decimal }): Promise<store.WalletRow> {
   if (wallet.wallet_status !== 'active') return wallet
+  // Nothing watches the balance (no auto top-up, alerts off) and the state is ok already: whatever the balance, it
+  // stays so, and the balance need not be read (a ledger change of every invoice and grant comes here).
+  if (!wallet.auto_topup?.enabled && !wallet.alert_settings?.alert_enabled && wallet.alert_state === 'ok') return wallet
   let balance = known?.balance ?? (await balanceAt(tx, wallet.id, audit.at))
   const held = known?.held ?? (await heldOn(tx, wallet.id, audit.at))
   const auto = autoTopupOf(wallet.auto_topup)
