@@ -1,10 +1,11 @@
 // Stored usage for the entitlement check, cached per customer and period and refreshed in bulk. Checking 200
 // customers a second one usage query each cost ~12 ms of CPU per customer; here the reads of one meter are
 // answered together: a miss waits for the meter's next read (coalesced with the other misses meanwhile), and a
-// hit past half its life starts a read that also takes every other entry of the meter past half its life, so a
-// meter's warm customers are refreshed by a few queries a second (meterUsageOverRanges: each over its own
-// period, in one query). Nothing answered is older than READ_CACHE_MS, or from before an event the event log
-// acknowledged since (the caller passes the log's count): the same bound as the other reads of the check.
+// hit near the end of its life (0.8 s) starts a read that also takes every other entry of the meter older than
+// 0.3 s, so a meter's warm customers come to be refreshed together, by one or two queries a second
+// (meterUsageOverRanges: each over its own period, in one query). Nothing answered is older than READ_CACHE_MS,
+// or from before an event the event log acknowledged since (the caller passes the log's count): the same bound
+// as the other reads of the check.
 import { GroupCommit } from '../../../core/group-commit.ts'
 import type { Decimal } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
@@ -12,7 +13,10 @@ import type { Deps } from '../../../infra/deps.ts'
 import { READ_CACHE_MS } from '../../../infra/read-cache.ts'
 import { meterUsageOverRanges, type CustomerRange } from '../../usage/queries/service.ts'
 
-const REFRESH_AT_MS = READ_CACHE_MS / 2
+/** A hit this old starts a refresh of the meter (as infra/read-cache.ts: no answer waits for one, none is older than READ_CACHE_MS)... */
+const REFRESH_AT_MS = READ_CACHE_MS * 0.8
+/** ...which takes every entry of the meter at least this old, so that a meter's entries come to be read together. */
+const SWEEP_AT_MS = READ_CACHE_MS * 0.3
 /** Entries not asked for this long are no longer refreshed, and dropped at the meter's next read. */
 const IDLE_MS = READ_CACHE_MS * 10
 /** Ranges one query reads at most (requests first, then the stalest entries). */
@@ -54,7 +58,7 @@ function meterCache(deps: Deps, scope: Scope, meterId: string): MeterCache {
       const batch = new Map(requests.map((r) => [r.entry, r.range]))
       for (const [id, e] of entries) {
         if (now - e.used > IDLE_MS) entries.delete(id)
-        else if (batch.size < MAX_RANGES && !batch.has(id) && now - e.at >= REFRESH_AT_MS) batch.set(id, e.range)
+        else if (batch.size < MAX_RANGES && !batch.has(id) && now - e.at >= SWEEP_AT_MS) batch.set(id, e.range)
       }
       const acknowledged = Math.max(...requests.map((r) => r.acknowledged))
       const values = await meterUsageOverRanges(deps, scope, meterId, [...batch.values()])
@@ -83,7 +87,7 @@ export function storedUsageOf(deps: Deps, scope: Scope, meterId: string, range: 
   // A clock set back (test clocks) reads again rather than trust an entry from its future.
   if (!hit || hit.acknowledged < acknowledged || now < hit.at || now - hit.at >= READ_CACHE_MS) return cache.reads.submit('', request)
   hit.used = now
-  // Past half its life: the meter's stale entries are read again in the background; this answer does not wait.
+  // Near the end of its life: the meter's older entries are read again in the background; this answer does not wait.
   if (now - hit.at >= REFRESH_AT_MS && !cache.refreshing) {
     cache.refreshing = true
     const done = () => void (cache.refreshing = false)

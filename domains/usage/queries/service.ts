@@ -14,6 +14,7 @@ import {
   measuresOf,
   queryWindows,
   slicesOf,
+  sliceValue,
   U,
   windowValues,
   type CalendarOptions,
@@ -250,10 +251,13 @@ export async function meterUsageOverRanges(deps: Deps, scope: Scope, meterId: st
   const slices = slicesOf(windows, undefined, {})
   const whole: MeterUsageQuery = { meterId, billed: true, start: new Date(cuts[0]), end: new Date(cuts.at(-1)!) }
   const perSlice = await meterSource(deps, scope, meter, rules, whole, ids, true)(slices)
-  return billed.map((r) => {
-    const perWindow = windowValues(rules.aggregation, slices, perSlice.get(r.externalCustomerId) ?? [], windows.length, cuts[0])
-    return windows.reduce((acc, w, i) => (w.start >= r.start && w.end <= r.end ? acc.plus(perWindow[i].value) : acc), new U(0))
-  })
+  // Only the pieces that hold rows are added (windowValues would add a zero per piece: ranges × pieces in all).
+  return billed.map((r) =>
+    (perSlice.get(r.externalCustomerId) ?? []).reduce((acc, a) => {
+      const slice = slices[a.slice]
+      return slice.start >= r.start && slice.end <= r.end ? acc.plus(sliceValue(rules.aggregation, a, slice, cuts[0])) : acc
+    }, new U(0)),
+  )
 }
 
 export interface AdHocQuery extends UsageQuery {
