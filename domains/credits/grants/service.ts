@@ -19,7 +19,7 @@ import { getCustomer } from '../../customers/service.ts'
 import { customersInReach, inReach } from '../../customers/reach.ts'
 import { auditOf, everyItem, referenced, systemActor, transaction } from '../../records/service.ts'
 import { findSubscriptions, listSubscriptions, requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
-import { grantCredits } from '../wallets/service.ts'
+import { grantCredits, prepareGrants, type GrantBatch } from '../wallets/service.ts'
 import * as store from './store.ts'
 
 
@@ -281,7 +281,7 @@ interface Decided {
  * Applies one application locked by the caller's transaction, with its grant and subscription as read in it; the
  * caller records the decision in the same transaction.
  */
-async function applyLocked(deps: Deps, tx: Tx, audit: Audit, waiting: store.ApplicationRow, grant: store.GrantRow, sub: SubscriptionRow | undefined): Promise<Decided> {
+async function applyLocked(deps: Deps, tx: Tx, audit: Audit, waiting: store.ApplicationRow, grant: store.GrantRow, sub: SubscriptionRow | undefined, batch?: GrantBatch): Promise<Decided> {
   const scope = scopeOf(waiting)
   if (grant.status !== 'published') return { outcome: 'cancelled', fields: { application_status: 'cancelled' } }
   if (!sub) throw notFound('subscription', waiting.subscription_id)
@@ -303,7 +303,7 @@ async function applyLocked(deps: Deps, tx: Tx, audit: Audit, waiting: store.Appl
     reference_id: waiting.id,
     idempotency_key: waiting.idempotency_key,
     description: `${grant.name}: ${waiting.application_reason} for ${waiting.period_start.toISOString()}`,
-  })
+  }, batch)
   return { outcome: 'applied', fields: { application_status: 'applied', applied_at: audit.at, wallet_transaction_id: credited.id, failure_reason: null, ...status_at } }
 }
 
@@ -341,13 +341,19 @@ async function applyBatch(deps: Deps, scope: Scope, apps: store.ApplicationRow[]
     const waiting = await store.lockWaitingMany(tx, apps.map((a) => a.id))
     const grants = new Map((await findRecords<store.GrantRow>(tx, store.GRANTS, scope, apps.map((a) => a.credit_grant_id))).map((g) => [g.id, g]))
     const subs = new Map((await findSubscriptions(tx, scope, apps.map((a) => a.subscription_id))).map((s) => [s.id, s]))
+    // The wallets the credits go to, as far as the subscriptions name them (an inherited child's parent pays: read then).
+    const payers = apps.flatMap((a) => {
+      const sub = subs.get(a.subscription_id)
+      return sub && waiting.has(a.id) ? [{ customer_id: sub.invoicing_customer_id ?? sub.customer_id, currency: sub.currency, idempotency_key: waiting.get(a.id)!.idempotency_key }] : []
+    })
+    const batch = await prepareGrants(tx, scope, payers)
     const decided: (Decided & { id: string })[] = []
     for (const app of apps) {
       const locked = waiting.get(app.id)
       const grant = grants.get(app.credit_grant_id)
       if (locked && !grant) throw notFound('credit grant', app.credit_grant_id)
       // Not locked: applied or taken by another run meanwhile.
-      decided.push({ id: app.id, ...(locked ? await applyLocked(deps, tx, audit, locked, grant!, subs.get(app.subscription_id)) : { outcome: 'waiting' as const }) })
+      decided.push({ id: app.id, ...(locked ? await applyLocked(deps, tx, audit, locked, grant!, subs.get(app.subscription_id), batch) : { outcome: 'waiting' as const }) })
     }
     await record(tx, scope, audit, decided)
     return decided.map((d) => d.outcome)

@@ -288,11 +288,37 @@ export interface GrantCreditsInput {
 }
 
 /**
+ * Wallets (locked) and idempotency keys read at once for a batch of grants in one transaction (prepareGrants). A
+ * wallet serves the first grant into it only: that grant may change it (its alert state), so a later one locks and
+ * reads it again, as without the batch.
+ */
+export interface GrantBatch {
+  wallets: Map<string, store.WalletRow>
+  replays: Map<string, store.TransactionRow>
+}
+
+export async function prepareGrants(tx: Tx, scope: Scope, grants: { customer_id: string; currency: string; idempotency_key: string }[]): Promise<GrantBatch> {
+  const wallets = await store.lockActiveWallets(tx, scope, grants.map((g) => ({ customerId: g.customer_id, currency: g.currency })))
+  const replays = await store.findByIdempotencyKeys(tx, [...wallets.values()].map((w) => w.id), grants.map((g) => g.idempotency_key))
+  return { wallets, replays }
+}
+
+/** The wallet a grant goes into, locked; from the batch (`prepared`) if it has it, with the grant's replay if any. */
+async function grantTarget(tx: Tx, scope: Scope, input: GrantCreditsInput, batch?: GrantBatch): Promise<{ wallet?: store.WalletRow; prepared?: { replay?: store.TransactionRow } }> {
+  const key = `${input.customer_id}|${input.currency}`
+  const wallet = batch?.wallets.get(key)
+  if (!wallet) return { wallet: await store.lockActiveWallet(tx, scope, input.customer_id, input.currency) }
+  batch!.wallets.delete(key)
+  return { wallet, prepared: { replay: batch!.replays.get(`${wallet.id}|${input.idempotency_key}`) } }
+}
+
+/**
  * Free credits from a credit grant application, in the caller's transaction, into the customer's active
  * wallet in that currency (made when there is none). The idempotency key makes a repeat a no-op.
  */
-export async function grantCredits(deps: Deps, tx: Tx, scope: Scope, audit: Audit, input: GrantCreditsInput): Promise<store.TransactionRow> {
-  let wallet = await store.lockActiveWallet(tx, scope, input.customer_id, input.currency)
+export async function grantCredits(deps: Deps, tx: Tx, scope: Scope, audit: Audit, input: GrantCreditsInput, batch?: GrantBatch): Promise<store.TransactionRow> {
+  const target = await grantTarget(tx, scope, input, batch)
+  let wallet = target.wallet
   if (!wallet) {
     const rate = input.conversion_rate ?? new D(1)
     wallet = await insertRecord<store.WalletRow>(tx, store.WALLETS, scope, audit, {
@@ -305,7 +331,7 @@ export async function grantCredits(deps: Deps, tx: Tx, scope: Scope, audit: Audi
     })
     await announce(tx, scope, 'wallet.created', store.WALLETS, await viewOf(tx, wallet, audit.at))
   }
-  const replay = await store.findByIdempotencyKey(tx, wallet.id, input.idempotency_key)
+  const replay = target.prepared ? target.prepared.replay : await store.findByIdempotencyKey(tx, wallet.id, input.idempotency_key)
   if (replay) return replay
   const row = await appendCredit(tx, scope, audit, wallet, {
     credits: input.credits,

@@ -130,6 +130,25 @@ export async function lockActiveWallet(db: Db, scope: Scope, customerId: string,
   return row ? decodeWallet(row) : undefined
 }
 
+/** lockActiveWallet for many (customer, currency) pairs, locked in id order: by `customer|currency`, when exactly one is active. */
+export async function lockActiveWallets(db: Db, scope: Scope, pairs: { customerId: string; currency: string }[]): Promise<Map<string, WalletRow>> {
+  if (pairs.length === 0) return new Map()
+  const rows = await db`SELECT * FROM wallets
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND wallet_status = 'active' AND status <> 'deleted'
+      AND (customer_id, currency) IN (SELECT * FROM unnest(${pairs.map((p) => p.customerId)}::text[], ${pairs.map((p) => p.currency)}::text[]))
+    ORDER BY id FOR UPDATE`
+  const found = new Map<string, WalletRow[]>()
+  for (const w of rows.map(decodeWallet)) found.set(`${w.customer_id}|${w.currency}`, [...(found.get(`${w.customer_id}|${w.currency}`) ?? []), w])
+  return new Map([...found].flatMap(([key, ws]) => (ws.length === 1 ? [[key, ws[0]] as const] : [])))
+}
+
+/** findByIdempotencyKey for many keys of some wallets, by `wallet_id|key`. */
+export async function findByIdempotencyKeys(db: Db, walletIds: string[], keys: string[]): Promise<Map<string, TransactionRow>> {
+  if (walletIds.length === 0 || keys.length === 0) return new Map()
+  const rows = await db`SELECT * FROM wallet_transactions WHERE wallet_id = ANY(${walletIds}::text[]) AND idempotency_key = ANY(${keys}::text[])`
+  return new Map(rows.map(decodeTransaction).map((t) => [`${t.wallet_id}|${t.idempotency_key}`, t]))
+}
+
 /** What the consumption order reads of a credit. */
 export type OpenCredit = Pick<TransactionRow, 'id' | 'wallet_id' | 'transaction_reason' | 'credit_amount' | 'credits_available' | 'expiry_date' | 'priority' | 'created_at'>
 
