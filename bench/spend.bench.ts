@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url'
 import { cpuSeconds, fmt, percentile, report } from './common.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
+/** Seconds each row runs before it is measured (§4: 1). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1)
 const CONCURRENCY = 16
 /** The hold + settle row again with more callers at once: a wallet's batches grow with the requests in flight. */
 const MANY = 64
@@ -103,7 +105,7 @@ const rows: string[] = []
 const loadAtStart = loadavg()[0]
 try {
   for (const c of chosen) {
-    await load(c.op, 1, c.callers)
+    await load(c.op, WARMUP, c.callers)
     const r = await load(c.op, SECONDS, c.callers)
     rows.push(`| ${c.label} | ${fmt(r.perSecond)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.cpuPer)} | ${fmt(r.units)} |`)
     process.stderr.write(`${rows.at(-1)}\n`)
@@ -125,7 +127,7 @@ try {
 report(`## Spend control: the entitlement check and credit holds
 
 ${fmt(seeded.customers.length)} customers on a plan with a hard-limited metered feature, ${CONCURRENCY} keep-alive connections for ${SECONDS} s
-after a 1 s warm-up, embedded PGlite and chDB in the server process; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'},
+after a ${WARMUP} s warm-up, embedded PGlite and chDB in the server process; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'},
 ${new Date().toISOString().slice(0, 16)}Z, load average ${loadAtStart.toFixed(1)} at the start and ${loadavg()[0].toFixed(1)} at the end. Server CPU:
 all threads of the server process over the measured run ÷ units (requests, or hold + settle pairs).
 

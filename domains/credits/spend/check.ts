@@ -21,7 +21,6 @@ import { features } from '../../catalog/features/service.ts'
 import { auditOf, everyItem, referenced, transaction } from '../../records/service.ts'
 import { customerEntitlements } from '../../subscriptions/entitlements.ts'
 import { requireSubscription, type SubscriptionRow } from '../../subscriptions/read.ts'
-import { requireCustomer } from '../../customers/service.ts'
 import { limitedSpendings } from './spending-limit.ts'
 import * as store from './store.ts'
 import { storedUsageOf } from './usage-cache.ts'
@@ -88,10 +87,9 @@ function quantityOf(value: number | string): Decimal {
 }
 
 /** Usage of the meter in the subscription's current period, read after every event the event log has acknowledged so far. */
-async function storedUsage(deps: Deps, actor: Actor, meterId: string, customerId: string, sub: SubscriptionRow): Promise<Decimal> {
+function storedUsage(deps: Deps, actor: Actor, meterId: string, customerId: string, sub: SubscriptionRow): Promise<Decimal> {
   const acknowledged = eventLogOf(deps)?.syncs ?? 0
-  const externalId = await cached(deps, 'customer', [actor.tenantId, actor.environmentId, customerId], async () => (await requireCustomer(deps, actor, customerId)).external_id)
-  return storedUsageOf(deps, actor, meterId, { externalCustomerId: externalId, start: sub.current_period_start, end: sub.current_period_end }, acknowledged)
+  return storedUsageOf(deps, actor, meterId, { customerId, start: sub.current_period_start, end: sub.current_period_end }, acknowledged)
 }
 
 const reservedOf = (deps: Deps, actor: Actor, customerId: string, featureId: string): Promise<Decimal> =>

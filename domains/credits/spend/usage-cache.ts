@@ -6,12 +6,14 @@
 // (meterUsageOverRanges: each over its own period, in one query). Nothing answered is older than READ_CACHE_MS,
 // or from before an event the event log acknowledged since (the caller passes the log's count): the same bound
 // as the other reads of the check.
-import { GroupCommit } from '../../../core/group-commit.ts'
+import { notFound } from '../../../core/errors.ts'
+import { GroupCommit, type Outcome } from '../../../core/group-commit.ts'
 import type { Decimal } from '../../../core/money.ts'
 import type { Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import { READ_CACHE_MS } from '../../../infra/read-cache.ts'
-import { meterUsageOverRanges, type CustomerRange } from '../../usage/queries/service.ts'
+import { customerViews } from '../../customers/service.ts'
+import { meterUsageOverRanges } from '../../usage/queries/service.ts'
 
 /** A hit this old starts a refresh of the meter (as infra/read-cache.ts: no answer waits for one, none is older than READ_CACHE_MS)... */
 const REFRESH_AT_MS = READ_CACHE_MS * 0.8
@@ -22,8 +24,15 @@ const IDLE_MS = READ_CACHE_MS * 10
 /** Ranges one query reads at most (requests first, then the stalest entries). */
 const MAX_RANGES = 1_000
 
+/** A customer (by its id: the read resolves the external ids of the whole batch at once) over a period. */
+export interface UsageRange {
+  customerId: string
+  start: Date
+  end: Date
+}
+
 interface Entry {
-  range: CustomerRange
+  range: UsageRange
   /** When the read that gave `value` started, and the event log's count then. */
   at: number
   acknowledged: number
@@ -33,7 +42,7 @@ interface Entry {
 
 interface Request {
   entry: string
-  range: CustomerRange
+  range: UsageRange
   acknowledged: number
 }
 
@@ -61,13 +70,21 @@ function meterCache(deps: Deps, scope: Scope, meterId: string): MeterCache {
         else if (batch.size < MAX_RANGES && !batch.has(id) && now - e.at >= SWEEP_AT_MS) batch.set(id, e.range)
       }
       const acknowledged = Math.max(...requests.map((r) => r.acknowledged))
-      const values = await meterUsageOverRanges(deps, scope, meterId, [...batch.values()])
+      const customers = await customerViews(deps.sql, scope, [...new Set([...batch.values()].map((r) => r.customerId))])
+      const external = new Map(customers.map((c) => [c.id, c.external_id]))
+      // A customer deleted since: its entry goes, its request is a 404.
+      for (const [id, r] of batch) if (!external.has(r.customerId)) batch.delete(id), entries.delete(id)
       const ids = [...batch.keys()]
+      const ranges = [...batch.values()]
+      const values = await meterUsageOverRanges(deps, scope, meterId, ranges.map((r) => ({ externalCustomerId: external.get(r.customerId)!, start: r.start, end: r.end })))
       ids.forEach((id, i) => {
         const e = entries.get(id)
-        entries.set(id, { range: batch.get(id)!, at: now, acknowledged, value: values[i], used: e?.used ?? now })
+        entries.set(id, { range: ranges[i], at: now, acknowledged, value: values[i], used: e?.used ?? now })
       })
-      return requests.map((r) => ({ ok: true, value: values[ids.indexOf(r.entry)] }))
+      return requests.map((r): Outcome<Decimal> => {
+        const i = ids.indexOf(r.entry)
+        return i === -1 ? { ok: false, error: notFound('customer', r.range.customerId) } : { ok: true, value: values[i] }
+      })
     })
     all.set(key, (mine = { entries, reads, refreshing: false }))
   }
@@ -78,10 +95,10 @@ function meterCache(deps: Deps, scope: Scope, meterId: string): MeterCache {
  * The customer's stored usage of the meter over `range` (its subscription's current period), at most
  * READ_CACHE_MS old and read after the event log's `acknowledged`-th acknowledgement.
  */
-export function storedUsageOf(deps: Deps, scope: Scope, meterId: string, range: CustomerRange, acknowledged: number): Promise<Decimal> {
+export function storedUsageOf(deps: Deps, scope: Scope, meterId: string, range: UsageRange, acknowledged: number): Promise<Decimal> {
   const now = deps.clock.now().getTime()
   const cache = meterCache(deps, scope, meterId)
-  const id = `${range.externalCustomerId}\n${range.start.getTime()}\n${range.end.getTime()}`
+  const id = `${range.customerId}\n${range.start.getTime()}\n${range.end.getTime()}`
   const hit = cache.entries.get(id)
   const request: Request = { entry: id, range, acknowledged }
   // A clock set back (test clocks) reads again rather than trust an entry from its future.
