@@ -2,7 +2,7 @@
 // finalization (what a PRE_PAID wallet holds, for the price types its config allows; the invoice engine
 // spreads it over the lines) and come back when the invoice is voided. Credits bought by invoice are
 // pending until the invoice is paid.
-import { creditsToCurrency } from '../../../core/credits/ledger.ts'
+import { creditsToCurrency, type WalletBalance } from '../../../core/credits/ledger.ts'
 import type { PriceType } from '../../../core/billing/invoice.ts'
 import { invalidOperation } from '../../../core/errors.ts'
 import { D, formatMoney, minorUnits, roundMoney, type Decimal } from '../../../core/money.ts'
@@ -10,7 +10,7 @@ import type { Actor, Scope } from '../../../core/scope.ts'
 import type { Deps } from '../../../infra/deps.ts'
 import type { Tx } from '../../../infra/postgres.ts'
 import type { Audit } from '../../../infra/records.ts'
-import { appendCredit, appendDebit, balanceAt } from './ledger.ts'
+import { appendCredit, appendDebit, balanceAt, balancesAt } from './ledger.ts'
 import type { InvoiceRef } from '../../invoicing/invoices/prepaid.ts'
 import { recordPayment } from '../../invoicing/invoices/payments.ts'
 import { lockInvoice } from '../../invoicing/invoices/read.ts'
@@ -28,6 +28,30 @@ async function payingWallet(tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<
 }
 
 /**
+ * The wallets that may pay many invoices (a finalization batch), locked, and their balances, read at once. A wallet
+ * serves the first of its invoices only: that one's debit changes it, so a later one locks and reads it again.
+ */
+export interface PreparedWallets {
+  wallets: Map<string, store.WalletRow>
+  balances: Map<string, WalletBalance>
+}
+
+export async function prepareWallets(deps: Deps, tx: Tx, scope: Scope, invoices: InvoiceRef[]): Promise<PreparedWallets> {
+  const wallets = await store.lockActiveWallets(tx, scope, invoices.filter((i) => i.invoice_type !== 'CREDIT').map((i) => ({ customerId: i.customer_id, currency: i.currency })))
+  return { wallets, balances: await balancesAt(tx, [...wallets.values()].map((w) => w.id), deps.clock.now()) }
+}
+
+/** The paying wallet and its balance: from `prepared` for the first invoice of a wallet there, else read. */
+async function payingBalance(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, prepared?: PreparedWallets): Promise<{ wallet: store.WalletRow; balance: WalletBalance } | undefined> {
+  const key = `${invoice.customer_id}|${invoice.currency}`
+  const early = invoice.invoice_type === 'CREDIT' ? undefined : prepared?.wallets.get(key)
+  if (early) prepared!.wallets.delete(key)
+  const wallet = early ?? (await payingWallet(tx, scope, invoice))
+  if (wallet?.wallet_type !== 'PRE_PAID') return undefined
+  return { wallet, balance: early ? prepared!.balances.get(wallet.id)! : await balanceAt(tx, wallet.id, deps.clock.now()) }
+}
+
+/**
  * What the wallet can pay of the invoice, in its currency, and for which price types, with the wallet (locked) and
  * whether a debit may start an auto top-up by invoice; undefined when nothing.
  */
@@ -36,13 +60,13 @@ export async function walletCreditsFor(
   tx: Tx,
   scope: Scope,
   invoice: InvoiceRef,
+  prepared?: PreparedWallets,
 ): Promise<{ available: Decimal; allowed_price_types: (PriceType | 'ALL')[]; wallet: store.WalletRow; mayInvoice: boolean } | undefined> {
-  const wallet = await payingWallet(tx, scope, invoice)
-  if (!wallet) return undefined
-  const { credit_balance } = await balanceAt(tx, wallet.id, deps.clock.now())
-  if (credit_balance.isZero()) return undefined
+  const paying = await payingBalance(deps, tx, scope, invoice, prepared)
+  if (!paying || paying.balance.credit_balance.isZero()) return undefined
+  const { wallet } = paying
   const mayInvoice = wallet.auto_topup?.enabled === true && wallet.auto_topup.invoicing
-  return { available: creditsToCurrency(credit_balance, wallet.conversion_rate), allowed_price_types: wallet.config.allowed_price_types, wallet, mayInvoice }
+  return { available: creditsToCurrency(paying.balance.credit_balance, wallet.conversion_rate), allowed_price_types: wallet.config.allowed_price_types, wallet, mayInvoice }
 }
 
 /**

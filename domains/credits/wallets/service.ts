@@ -18,7 +18,7 @@ import { purchaseByInvoice } from './purchase.ts'
 import * as store from './store.ts'
 import { views, viewOf, type WalletView } from './view.ts'
 import { usePrepaidWallet } from '../../invoicing/invoices/prepaid.ts'
-import { applyWalletCredits, returnWalletCredits, walletCreditsFor, walletPurchasePaid } from './invoices.ts'
+import { applyWalletCredits, prepareWallets, returnWalletCredits, walletCreditsFor, walletPurchasePaid, type PreparedWallets } from './invoices.ts'
 import { settle } from './watch.ts'
 
 
@@ -371,7 +371,13 @@ export async function expireWalletCredits(deps: Deps, now: Date = deps.clock.now
 }
 
 // Invoices take prepaid credits from wallets through invoicing's port; the wallet's side is invoices.ts.
-usePrepaidWallet({ creditsFor: walletCreditsFor, take: applyWalletCredits, giveBack: returnWalletCredits, purchasePaid: walletPurchasePaid })
+usePrepaidWallet({
+  prepare: prepareWallets,
+  creditsFor: (deps, tx, scope, invoice, prepared) => walletCreditsFor(deps, tx, scope, invoice, prepared as PreparedWallets | undefined),
+  take: applyWalletCredits,
+  giveBack: returnWalletCredits,
+  purchasePaid: walletPurchasePaid,
+})
 
 /** Completed wallet transactions made in [start, end) (the accounting journal's credits and debits). */
 export const journalTransactions = (db: Db, scope: Scope, start: Date, end: Date): Promise<store.TransactionRow[]> => store.completedBetween(db, scope, start, end)

@@ -107,4 +107,23 @@ describe('finalizing a page of drafts', () => {
     const order = may.id < other.id ? [topup, may, other] : [other, topup, may]
     expect(order.map(number)).toEqual(order.map((_, k) => number(order[0]) + k))
   })
+
+  it("takes one wallet's credits for two of its customer's invoices in one batch, one after the other", async () => {
+    clock.set('2024-08-01T00:10:00Z')
+    const p = await plan(h, { prices: [fixedPrice('10.00', { display_name: 'Seat', invoice_cadence: 'ARREAR' })] })
+    const c = await customer(h)
+    const subscribe = () => call(h, 'POST', '/v1/subscriptions', { customer_id: c.id, plan_id: p.id, currency: 'USD', billing_period: 'MONTHLY', collection_method: 'send_invoice', start_date: '2024-07-01T00:00:00Z' }, 201)
+    const [first, second] = [await subscribe(), await subscribe()]
+    const wallet = await newWallet(h, c.id, { initial_credits_to_load: '15' })
+    await run()
+    clock.set('2024-09-01T00:00:00Z')
+    await run()
+    const [one] = await cycleInvoices(first.id)
+    const [two] = await cycleInvoices(second.id)
+    expect([one, two].map((i: any) => [i.invoice_status, i.total_prepaid_credits_applied, i.amount_due])).toEqual([
+      ['FINALIZED', '10', '0'],
+      ['FINALIZED', '5', '5'],
+    ])
+    expect((await call(h, 'GET', `/v1/wallets/${wallet.id}`)).credit_balance).toBe('0')
+  })
 })

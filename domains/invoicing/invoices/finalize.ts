@@ -13,7 +13,7 @@ import type { BillingPoint } from '../../../core/billing/cycle.ts'
 import { amountsOf, assemble, inputsOf, specOf, writeComputedMany, type Assembled, type InvoiceSpec } from './assemble.ts'
 import { loadContext, pointBySequence, pointSpec, thresholdPoint, type BillingContext } from './billing.ts'
 import type { UsageReader } from './usage-batch.ts'
-import { prepaidCredits, takePrepaidCredits } from './prepaid.ts'
+import { preparePrepaid, prepaidCredits, takePrepaidCredits } from './prepaid.ts'
 import { withCarried } from '../adjustments/next-invoice.ts'
 import * as store from './store.ts'
 import { announceInvoice, lockInvoice, requireInvoice } from './read.ts'
@@ -87,10 +87,12 @@ export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit
     unnumbered.forEach((u, k) => Object.assign(u.fields, u.final(formatNumber(template, first + k, audit.at))))
     unnumbered.length = 0
   }
+  // The wallets of a batch locked and read at once; each serves its first invoice, a later one reads it again.
+  const prepared = drafts.length > 1 ? await preparePrepaid(deps, tx, scope, drafts.map((d) => d.invoice)) : undefined
   for (const { invoice, spec } of drafts) {
     if (invoice.invoice_status !== 'DRAFT') throw invalidOperation(`invoice ${invoice.id} is ${invoice.invoice_status}, not a draft: it cannot be finalized`, { invoice_status: invoice.invoice_status })
     const fields: Record<string, unknown> = {}
-    const prepaid = await prepaidCredits(deps, tx, scope, invoice)
+    const prepaid = await prepaidCredits(deps, tx, scope, invoice, prepared)
     if (spec || prepaid) {
       const base = spec ?? specOf(invoice, (await store.childrenOf(tx, scope, [invoice.id])).lines)
       const assembled = assemble({ ...base, prepaid: prepaid && { available: prepaid.available, allowed_price_types: prepaid.allowed_price_types } })

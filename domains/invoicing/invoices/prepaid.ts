@@ -20,8 +20,10 @@ export type InvoiceRef = Pick<InvoiceRow, 'id' | 'customer_id' | 'currency' | 'i
 export type PrepaidCredits = NonNullable<InvoiceInput['prepaid']> & { wallet: unknown; mayInvoice: boolean }
 
 export interface PrepaidWallet {
+  /** What creditsFor reads for many invoices, read at once (a finalization batch); creditsFor is given it back. */
+  prepare(deps: Deps, tx: Tx, scope: Scope, invoices: InvoiceRef[]): Promise<unknown>
   /** The wallet's credits that may pay the invoice, its wallet locked; undefined when none apply. */
-  creditsFor(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef): Promise<PrepaidCredits | undefined>
+  creditsFor(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, prepared?: unknown): Promise<PrepaidCredits | undefined>
   /** Takes what the engine applied from the wallet creditsFor read, in the same (finalizing) transaction. */
   take(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRef, amount: Decimal, from: PrepaidCredits): Promise<unknown>
   /** Gives back what a voided invoice took. */
@@ -41,7 +43,9 @@ function wallet(): PrepaidWallet {
   return plugged
 }
 
-export const prepaidCredits = (deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow): Promise<PrepaidCredits | undefined> => wallet().creditsFor(deps, tx, scope, invoice)
+export const preparePrepaid = (deps: Deps, tx: Tx, scope: Scope, invoices: InvoiceRow[]): Promise<unknown> => wallet().prepare(deps, tx, scope, invoices)
+
+export const prepaidCredits = (deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow, prepared?: unknown): Promise<PrepaidCredits | undefined> => wallet().creditsFor(deps, tx, scope, invoice, prepared)
 
 export async function takePrepaidCredits(deps: Deps, tx: Tx, scope: Scope, invoice: InvoiceRow, amount: Decimal, from: PrepaidCredits): Promise<void> {
   await wallet().take(deps, tx, scope, invoice, amount, from)
