@@ -29,6 +29,15 @@ export async function reservedQuantity(db: Db, scope: Scope, customerId: string,
   return new D(row?.reserved ?? 0)
 }
 
+/** What active reservations of a feature hold at `at`, by customer (customers holding none are absent). */
+export async function reservedByCustomer(db: Db, scope: Scope, featureId: string, at: Date): Promise<Map<string, Decimal>> {
+  const rows = await db<{ customer_id: string; reserved: string }[]>`SELECT customer_id, sum(quantity) AS reserved FROM entitlement_reservations
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId} AND feature_id = ${featureId}
+      AND reservation_status = 'active' AND expires_at > ${at}
+    GROUP BY customer_id`
+  return new Map(rows.map((r) => [r.customer_id, new D(r.reserved)]))
+}
+
 /** Releases an active reservation; undefined when it is not the scope's or was not active. */
 export async function releaseReservation(db: Db, scope: Scope, id: string, at: Date): Promise<ReservationRow | undefined> {
   const [row] = await db<ReservationRow[]>`UPDATE entitlement_reservations SET reservation_status = 'released', updated_at = ${at}, version = version + 1
