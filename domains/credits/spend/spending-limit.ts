@@ -42,12 +42,13 @@ const cacheOf = <V>(map: WeakMap<Deps, ReadCache<V>>, deps: Deps): ReadCache<V> 
 
 /**
  * The spending of each subscription among `subs` that has a limit, read through the read cache (READ_CACHE_MS,
- * never across a write of this process); a limit found reached announces itself once for its period.
+ * never across a write of this process: the scope's limits are read all at once); a limit found reached announces
+ * itself once for its period.
  */
 export async function limitedSpendings(deps: Deps, actor: Actor, subs: SubscriptionRow[]): Promise<Spending[]> {
   const at = deps.clock.now()
-  const ids = subs.map((s) => s.id).sort()
-  const rows = await cacheOf(limits, deps).read(JSON.stringify([actor.tenantId, actor.environmentId, ids]), at, () => store.limitsOf(deps.sql, actor, ids))
+  const all = await cacheOf(limits, deps).read(JSON.stringify([actor.tenantId, actor.environmentId]), at, () => store.limitsOfScope(deps.sql, actor))
+  const rows = all.filter((row) => subs.some((s) => s.id === row.subscription_id))
   const out: Spending[] = []
   for (const row of rows) {
     const sub = subs.find((s) => s.id === row.subscription_id)!

@@ -67,6 +67,13 @@ export async function limitsOf(db: Db, scope: Scope, subscriptionIds: string[]):
   return rows.map(decodeLimit)
 }
 
+/** Every limit of the scope: the check reads them all once a second rather than a subscription's at a time. */
+export async function limitsOfScope(db: Db, scope: Scope): Promise<SpendingLimitRow[]> {
+  const rows = await db`SELECT subscription_id, spending_limit, currency, reached_period_start FROM subscription_spending_limits
+    WHERE tenant_id = ${scope.tenantId} AND environment_id = ${scope.environmentId}`
+  return rows.map(decodeLimit)
+}
+
 export async function putLimit(db: Db, scope: Scope, subscriptionId: string, limit: Decimal, currency: string, at: Date): Promise<SpendingLimitRow> {
   const [row] = await db`INSERT INTO subscription_spending_limits (subscription_id, tenant_id, environment_id, spending_limit, currency, updated_at)
     VALUES (${subscriptionId}, ${scope.tenantId}, ${scope.environmentId}, ${limit.toFixed()}, ${currency}, ${at})
