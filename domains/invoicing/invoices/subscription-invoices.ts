@@ -69,10 +69,10 @@ export async function storeSubscriptionInvoices(deps: Deps, tx: Tx, scope: Scope
   await recordEvents(
     tx,
     scope,
-    inserted.map((row) =>
+    inserted.map((row, k) =>
       invoiceEvent(row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', {
         ...row,
-        line_items: written.lines.flat().filter((l) => l.invoice_id === row.id),
+        line_items: written.lines[k],
         coupon_applications: written.applications.filter((a) => a.invoice_id === row.id),
         taxes: written.taxes.filter((t) => t.entity_id === row.id),
       }),
