@@ -71,6 +71,10 @@ describe('finalizing a page of drafts', () => {
     const finalized = [janA, febA, ...(await cycleInvoices(subB.id)), ...(await cycleInvoices(subC.id))].filter((i: any) => i.id !== broken && i.period_start < '2024-03')
     expect(finalized.map((i: any) => i.invoice_status)).toEqual(Array(5).fill('FINALIZED'))
     for (const i of finalized) expect(await eventsOf(h, i.id)).toEqual(['invoice.update', 'invoice.update.finalized'])
+    // The event carries the invoice as finalized: its lines computed again, with what the wallet paid.
+    const [event] = await h.running.deps.sql<{ payload: any }[]>`SELECT payload FROM webhook_events WHERE entity_id = ${febA.id} AND event_type = 'invoice.update.finalized'`
+    expect(event.payload.invoice).toMatchObject({ invoice_number: febA.invoice_number, total: '10.5', amount_due: '6.5' })
+    expect(event.payload.invoice.line_items.map((l: any) => [l.id, l.amount, l.prepaid_credits_applied])).toEqual(febA.line_items.map((l: any) => [l.id, l.amount, l.prepaid_credits_applied]))
     // Gap-free, January's before February's (the drafts' order: finalize_after).
     const number = (i: any) => Number(/(\d+)$/.exec(i.invoice_number)![1])
     const numbers = finalized.map(number).sort((x: number, y: number) => x - y)

@@ -63,8 +63,8 @@ async function finalizeBatch(deps: Deps, scope: Scope, audit: Audit, batch: stor
       if (!invoice || invoice.status === 'deleted' || invoice.version !== before.version) throw new Error(`invoice ${before.id} changed while it was being finalized`)
       return { invoice, spec: specs.get(before.id) }
     })
-    const rows = await finalizeLockedMany(deps, tx, scope, audit, drafts)
-    await announceInvoices(tx, scope, rows.map((row) => ({ eventType: row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', row })))
+    const { rows, children } = await finalizeLockedMany(deps, tx, scope, audit, drafts)
+    await announceInvoices(tx, scope, rows.map((row) => ({ eventType: row.invoice_status === 'FINALIZED' ? 'invoice.update.finalized' : 'invoice.update', row })), children)
     return rows
   })
 }

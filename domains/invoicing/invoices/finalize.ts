@@ -60,7 +60,7 @@ const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_
  * invoices are sent, or waits for a card when the card is charged.
  */
 export async function finalizeLocked(deps: Deps, tx: Tx, scope: Scope, audit: Audit, invoice: store.InvoiceRow, spec?: InvoiceSpec): Promise<store.InvoiceRow> {
-  return (await finalizeLockedMany(deps, tx, scope, audit, [{ invoice, spec }]))[0]
+  return (await finalizeLockedMany(deps, tx, scope, audit, [{ invoice, spec }])).rows[0]
 }
 
 /** A draft locked by the caller's transaction, with what it is computed from again (freshSpec), if anything. */
@@ -74,7 +74,7 @@ export interface LockedDraft {
  * one by one: each takes the credits the one before left, and an auto top-up invoice that a debit makes is numbered
  * between them. Their computed rows and their columns are then written together, in a few statements for all.
  */
-export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit: Audit, drafts: LockedDraft[]): Promise<store.InvoiceRow[]> {
+export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit: Audit, drafts: LockedDraft[]): Promise<{ rows: store.InvoiceRow[]; children?: store.Children }> {
   const computed: { invoice: store.InvoiceRow; assembled: Assembled }[] = []
   const changes: { id: string; fields: Record<string, unknown> }[] = []
   // Numbers are taken together, in order. A debit that may start an auto top-up by invoice (numbered from the same
@@ -113,8 +113,10 @@ export async function finalizeLockedMany(deps: Deps, tx: Tx, scope: Scope, audit
   }
   await takeNumbers()
   await store.deleteComputed(tx, scope, computed.map((c) => c.invoice.id))
-  await writeComputedMany(tx, scope, audit, computed)
-  return updateRecords<store.InvoiceRow>(tx, store.INVOICES, scope, audit, changes)
+  const written = await writeComputedMany(tx, scope, audit, computed)
+  const rows = await updateRecords<store.InvoiceRow>(tx, store.INVOICES, scope, audit, changes)
+  // Every draft computed again: its lines, applications and taxes are the ones just written (its events need them).
+  return { rows, ...(computed.length === drafts.length && { children: { lines: written.lines.flat(), applications: written.applications, taxes: written.taxes } }) }
 }
 
 type Finalizing = Pick<store.InvoiceRow, 'id' | 'billing_reason' | 'metadata' | 'amount_paid' | 'total' | 'amount_due'>

@@ -40,9 +40,7 @@ async function views(db: Db, scope: Scope, rows: store.InvoiceRow[]): Promise<In
   }))
 }
 
-type Children = Awaited<ReturnType<typeof store.childrenOf>>
-
-const childrenOfRow = (row: store.InvoiceRow, children: Children) => ({
+const childrenOfRow = (row: store.InvoiceRow, children: store.Children) => ({
   line_items: children.lines.filter((l) => l.invoice_id === row.id),
   coupon_applications: children.applications.filter((a) => a.invoice_id === row.id),
   taxes: children.taxes.filter((t) => t.entity_id === row.id),
@@ -116,11 +114,12 @@ export async function announceInvoice(tx: Tx, scope: Scope, eventType: string, r
 
 /**
  * announceInvoice for many invoices of one scope in three reads and one write (a job's page): each event is the one
- * announceInvoice records, without building the customer and subscription views it leaves out of the event.
+ * announceInvoice records, without building the customer and subscription views it leaves out of the event. `known`:
+ * the invoices' children as the caller just wrote them all, not read again.
  */
-export async function announceInvoices(tx: Tx, scope: Scope, changes: { eventType: string; row: store.InvoiceRow }[]): Promise<void> {
+export async function announceInvoices(tx: Tx, scope: Scope, changes: { eventType: string; row: store.InvoiceRow }[], known?: store.Children): Promise<void> {
   if (changes.length === 0) return
-  const children = await store.childrenOf(tx, scope, changes.map((c) => c.row.id))
+  const children = known ?? (await store.childrenOf(tx, scope, changes.map((c) => c.row.id)))
   const events = changes.map(({ eventType, row }) => invoiceEvent(eventType, { ...row, invoice_pdf_url: row.invoice_pdf_url ?? `/v1/invoices/${row.id}/pdf`, ...childrenOfRow(row, children) }))
   await recordEvents(tx, scope, events)
 }

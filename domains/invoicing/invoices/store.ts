@@ -162,8 +162,15 @@ export async function findByIdempotencyKey(db: Db, scope: Scope, key: string): P
   return row ? decodeRow<InvoiceRow>(INVOICES, row) : undefined
 }
 
+/** An invoice's lines, coupon applications and taxes applied (of some invoices, together). */
+export interface Children {
+  lines: LineItemRow[]
+  applications: CouponApplicationRow[]
+  taxes: TaxAppliedRow[]
+}
+
 /** Line items, coupon applications and taxes of some invoices, in line order. */
-export async function childrenOf(db: Db, scope: Scope, invoiceIds: string[]) {
+export async function childrenOf(db: Db, scope: Scope, invoiceIds: string[]): Promise<Children> {
   const [lines, applications, taxes] = await Promise.all([
     publishedIn<LineItemRow>(db, LINE_ITEMS, scope, 'invoice_id', invoiceIds, ['position']),
     publishedIn<CouponApplicationRow>(db, COUPON_APPLICATIONS, scope, 'invoice_id', invoiceIds),
