@@ -78,6 +78,11 @@ describe('usage adjustments on the next invoice (the default)', () => {
     expect(a).toMatchObject({ kind: 'charge', method: 'next_invoice', status: 'scheduled', usage_delta: '20', amount: '10', tax: '1.8', total: '11.8', document_id: null, late_event_count: 20, correction_count: 0 })
     expect(a.late_event_ids.sort()).toEqual(inPeriod(START, 10, 20, 'tiered-late').map((e) => e.id).sort())
     expect(a.carry_by).toBe(NEXT_END.toISOString())
+    // The upcoming invoice shows it as the billing run will add it; the subscription's usage so far does not count it.
+    const preview = await ok('POST', '/v1/invoices/preview', { subscription_id: subs.tiered.id })
+    expect(preview.line_items.map((l: any) => [l.display_name, l.amount, l.tax_amount])).toContainEqual([`API calls: usage adjustment for ${PERIOD}`, '10', '1.8'])
+    const usage = await ok('POST', '/v1/subscriptions/usage', { subscription_id: subs.tiered.id })
+    expect(usage.charges.map((c: any) => c.quantity)).toEqual(['0'])
     expect(await adjust()).toMatchObject({ scheduled: 0, charged: 0, credited: 0, failed: 0 })
     expect(await adjustmentsOf(cus.tiered.id)).toHaveLength(1)
   })

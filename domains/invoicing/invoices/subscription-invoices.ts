@@ -19,7 +19,7 @@ import { prepaidCredits } from './prepaid.ts'
 import * as store from './store.ts'
 import { invoiceEvent } from './read.ts'
 import { finalColumns, finalizeLocked, skipped } from './finalize.ts'
-import { markCarried } from '../adjustments/next-invoice.ts'
+import { carrying, markCarried, scheduledAdjustments } from '../adjustments/next-invoice.ts'
 
 // ---- subscription invoices ----------------------------------------------------------------------------
 
@@ -93,7 +93,9 @@ export async function previewInvoice(deps: Deps, actor: Actor, input: { subscrip
   if (billedThroughParent(sub)) throw invalidOperation(`subscription ${sub.id} is billed through its parent ${sub.parent_subscription_id}: preview the parent`, { parent_subscription_id: sub.parent_subscription_id })
   const point = nextPoint(cycleOf(sub), now)
   if (!point) throw invalidOperation(`subscription ${sub.id} has nothing left to bill`)
-  const spec = await pointSpec(deps, actor, await loadContext(deps, actor, sub), point, { usageEnd: now })
+  // Usage adjustments waiting for this subscription's next invoice are on it, as the billing run will add them.
+  const waiting = (await scheduledAdjustments(deps.sql, actor, [sub.id])).get(sub.id)
+  const spec = carrying(await pointSpec(deps, actor, await loadContext(deps, actor, sub), point, { usageEnd: now }), waiting)
   return previewOf(deps.sql, actor, { header: subscriptionHeader(sub, point, deps.config.invoicing.graceMs), assembled: assemble(spec), subscription: sub }, now)
 }
 
@@ -104,7 +106,8 @@ export async function previewInvoice(deps: Deps, actor: Actor, input: { subscrip
 export async function subscriptionUsage(deps: Deps, actor: Actor, input: { subscription_id: string }) {
   const preview = await previewInvoice(deps, actor, input)
   const sub = preview.subscription
-  const usage = preview.line_items.filter((l) => l.price_type === 'USAGE')
+  // This period's usage only: a carried usage adjustment bills an earlier period's.
+  const usage = preview.line_items.filter((l) => l.price_type === 'USAGE' && (l.calculation as { kind?: string } | null)?.kind !== 'usage_adjustment')
   const amount = sumMoney(usage.map((l) => l.amount))
   return {
     subscription_id: sub.id,
