@@ -49,13 +49,20 @@ function lineOf(a: store.CarriedRow): LineSpec {
 
 const carriedOf = (rows: store.CarriedRow[]): Carried => ({ ids: rows.map((r) => r.id), lines: rows.map(lineOf) })
 
-/** The scheduled adjustments of the subscriptions a billing run bills, by subscription. */
-export async function scheduledAdjustments(db: Db, scope: Scope, subscriptionIds: string[]): Promise<Map<string, Carried>> {
-  const rows = await store.scheduledFor(db, scope, subscriptionIds)
-  const bySub = new Map<string, store.CarriedRow[]>()
-  for (const r of rows) bySub.set(r.subscription_id!, [...(bySub.get(r.subscription_id!) ?? []), r])
-  return new Map([...bySub].map(([id, rs]) => [id, carriedOf(rs)]))
+/** Rows grouped by a key, each group as lines. */
+function carriedByKey<R extends store.CarriedRow>(rows: R[], key: (r: R) => string): Map<string, Carried> {
+  const groups = new Map<string, R[]>()
+  for (const r of rows) groups.set(key(r), [...(groups.get(key(r)) ?? []), r])
+  return new Map([...groups].map(([id, rs]) => [id, carriedOf(rs)]))
 }
+
+/** The scheduled adjustments of the subscriptions a billing run bills, by subscription. */
+export const scheduledAdjustments = async (db: Db, scope: Scope, subscriptionIds: string[]): Promise<Map<string, Carried>> =>
+  carriedByKey(await store.scheduledFor(db, scope, subscriptionIds), (r) => r.subscription_id!)
+
+/** The adjustments these invoices carry (drafts computed again), by invoice. */
+export const carriedBy = async (db: Db, scope: Scope, invoiceIds: string[]): Promise<Map<string, Carried>> =>
+  carriedByKey(await store.carriedBy(db, scope, invoiceIds), (r) => r.carrier_id)
 
 /** The spec with the adjustments' lines after its own. */
 export const carrying = (spec: InvoiceSpec, carried: Carried | undefined): InvoiceSpec => (carried ? { ...spec, lines: [...spec.lines, ...carried.lines] } : spec)
@@ -74,8 +81,7 @@ export async function markCarried(tx: Tx, scope: Scope, invoices: { id: string; 
   }
 }
 
-/** The spec of a draft computed again (finalization, recalculation) with the adjustment lines it carries. */
-export async function withCarried(db: Db, scope: Scope, invoiceId: string, spec: InvoiceSpec): Promise<InvoiceSpec> {
-  const rows = await store.carriedBy(db, scope, invoiceId)
-  return rows.length > 0 ? carrying(spec, carriedOf(rows)) : spec
+/** The spec of a draft computed again (finalization, recalculation) with the adjustment lines it carries (`known`: read for its batch). */
+export async function withCarried(db: Db, scope: Scope, invoiceId: string, spec: InvoiceSpec, known?: Map<string, Carried>): Promise<InvoiceSpec> {
+  return carrying(spec, (known ?? (await carriedBy(db, scope, [invoiceId]))).get(invoiceId))
 }

@@ -208,7 +208,7 @@ export interface CarriedRow
   usage_end: Date
 }
 
-const CARRIED = (db: Db) => db`SELECT ${COLUMNS(db)}, li.customer_id, li.subscription_id AS line_subscription_id, li.entity_id, li.entity_type, li.plan_id, li.plan_display_name,
+const CARRIED = (db: Db, extra = db``) => db`SELECT ${COLUMNS(db)}, ${extra} li.customer_id, li.subscription_id AS line_subscription_id, li.entity_id, li.entity_type, li.plan_id, li.plan_display_name,
     li.display_name, li.price_id, li.meter_id, li.meter_display_name,
     (li.calculation->>'usage_start')::timestamptz AS usage_start, (li.calculation->>'usage_end')::timestamptz AS usage_end
   FROM usage_adjustments a JOIN invoice_line_items li ON li.id = a.invoice_line_item_id`
@@ -221,17 +221,18 @@ export async function scheduledFor(db: Db, scope: Scope, subscriptionIds: string
 }
 
 /**
- * The adjustments an invoice carries as lines, in the order they were made: those marked with it, or with the voided
+ * The adjustments each invoice carries as lines, in the order they were made: those marked with it, or with the voided
  * invoice it replaces (a recalculation computes the same billing point again, lines carried included), however many
- * replacements back.
+ * replacements back. One statement for a batch of invoices (finalization reads a batch of drafts at once).
  */
-export async function carriedBy(db: Db, scope: Scope, invoiceId: string): Promise<CarriedRow[]> {
-  return db<CarriedRow[]>`WITH RECURSIVE chain(id) AS (
-      SELECT ${invoiceId}::text
-      UNION SELECT i.id FROM invoices i JOIN chain c ON i.recalculated_invoice_id = c.id
+export async function carriedBy(db: Db, scope: Scope, invoiceIds: string[]): Promise<(CarriedRow & { carrier_id: string })[]> {
+  if (invoiceIds.length === 0) return []
+  return db<(CarriedRow & { carrier_id: string })[]>`WITH RECURSIVE chain(carrier, id) AS (
+      SELECT x, x FROM unnest(${db.array(invoiceIds)}::text[]) AS x
+      UNION SELECT c.carrier, i.id FROM invoices i JOIN chain c ON i.recalculated_invoice_id = c.id
         WHERE i.tenant_id = ${scope.tenantId} AND i.environment_id = ${scope.environmentId})
-    ${CARRIED(db)} WHERE a.tenant_id = ${scope.tenantId} AND a.environment_id = ${scope.environmentId} AND a.document_id IN (SELECT id FROM chain)
-    AND a.method = 'next_invoice' AND a.status = 'issued' ORDER BY a.seq`
+    ${CARRIED(db, db`c.carrier AS carrier_id,`)} JOIN chain c ON c.id = a.document_id
+    WHERE a.tenant_id = ${scope.tenantId} AND a.environment_id = ${scope.environmentId} AND a.method = 'next_invoice' AND a.status = 'issued' ORDER BY a.seq`
 }
 
 /** Marks scheduled adjustments carried by an invoice; how many were still scheduled. */

@@ -12,6 +12,7 @@ import { loadContexts, usageRequests } from './billing.ts'
 import { computedAgain, draftPoint, finalizeDraft, finalizeLockedMany, freshSpec, type LockedDraft } from './finalize.ts'
 import { announceInvoices } from './read.ts'
 import { prefetchUsage } from './usage-batch.ts'
+import { carriedBy } from '../adjustments/next-invoice.ts'
 import * as store from './store.ts'
 
 /** A draft's outcome: its finalized (or SKIPPED) invoice, or the error that left it a draft. */
@@ -36,9 +37,10 @@ async function againSpecs(deps: Deps, scope: Scope, again: store.InvoiceRow[], s
   const points = new Map(again.flatMap((d) => (subs.has(d.subscription_id!) ? pointOf(subs.get(d.subscription_id!)!, d) : [])))
   const ready = again.filter((d) => points.has(d.id))
   const usage = await prefetchUsage(deps, scope, ready.flatMap((d) => usageRequests(contexts.get(d.subscription_id!)!, points.get(d.id)!)))
+  const carried = await carriedBy(deps.sql, scope, ready.map((d) => d.id))
   for (const d of ready) {
     const sub = subs.get(d.subscription_id!)!
-    await freshSpec(deps, scope, d, { sub, ctx: contexts.get(sub.id)!, usage, point: points.get(d.id)! }).then(
+    await freshSpec(deps, scope, d, { sub, ctx: contexts.get(sub.id)!, usage, point: points.get(d.id)!, carried }).then(
       (spec) => specs.set(d.id, spec),
       () => {},
     )

@@ -14,7 +14,7 @@ import { amountsOf, assemble, inputsOf, specOf, writeComputedMany, type Assemble
 import { loadContext, pointBySequence, pointSpec, thresholdPoint, type BillingContext } from './billing.ts'
 import type { UsageReader } from './usage-batch.ts'
 import { preparePrepaid, prepaidCredits, takePrepaidCredits } from './prepaid.ts'
-import { withCarried } from '../adjustments/next-invoice.ts'
+import { withCarried, type Carried } from '../adjustments/next-invoice.ts'
 import * as store from './store.ts'
 import { announceInvoice, lockInvoice, requireInvoice } from './read.ts'
 
@@ -35,6 +35,8 @@ export interface FreshInputs {
   ctx: BillingContext
   usage: UsageReader
   point: BillingPoint
+  /** The usage adjustments the batch's drafts carry, by draft. */
+  carried: Map<string, Carried>
 }
 
 /**
@@ -48,7 +50,7 @@ export async function freshSpec(deps: Deps, scope: Scope, invoice: store.Invoice
   const point = inputs?.point ?? draftPoint(sub, invoice)
   const usage = inputs?.usage
   if (invoice.billing_reason === 'AUTO_INVOICE_THRESHOLD') return pointSpec(deps, scope, ctx, point, { usageFrom: invoice.period_start!, usageOnly: true, exceptInvoiceId: invoice.id, usage })
-  return withCarried(deps.sql, scope, invoice.id, await pointSpec(deps, scope, ctx, point, { exceptInvoiceId: invoice.id, usage }))
+  return withCarried(deps.sql, scope, invoice.id, await pointSpec(deps, scope, ctx, point, { exceptInvoiceId: invoice.id, usage }), inputs?.carried)
 }
 
 const isTrialStart = (i: Pick<store.InvoiceRow, 'billing_reason'>) => i.billing_reason === 'SUBSCRIPTION_TRIAL_START'
