@@ -77,6 +77,11 @@ export async function closeHolds(db: Db, closings: HoldClosing[], at: Date): Pro
   return rows.map(decode)
 }
 
+/** Drops closed holds' dead row versions and index entries (embedded Postgres has no autovacuum). Outside a transaction. */
+export async function vacuumHolds(db: Db): Promise<void> {
+  await db`VACUUM wallet_holds`
+}
+
 /** Marks a wallet's holds expired by `at`; returns them. */
 export async function expireHoldsOf(db: Db, walletId: string, at: Date): Promise<HoldRow[]> {
   const rows = await db`UPDATE wallet_holds SET hold_status = 'expired', closed_at = expires_at, updated_at = ${at}, updated_by = 'system', version = version + 1
