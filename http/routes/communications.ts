@@ -1,7 +1,7 @@
-import { defineRoute, type Route } from '../route.ts'
+import type { Route } from '../route.ts'
 import type { JsonSchema } from '../../core/validate.ts'
 import { recordRoutes } from '../record-routes.ts'
-import { toWire } from '../../domains/records/wire.ts'
+import { settingsRoutes } from '../settings-routes.ts'
 import * as service from '../../domains/communications/service.ts'
 
 const email: JsonSchema = { type: 'string', format: 'email', maxLength: 320 }
@@ -23,22 +23,16 @@ const settingsBody: JsonSchema = {
 
 // The settings paths come before the record routes' /v1/communications/{id}.
 export const communicationRoutes: Route[] = [
-  defineRoute({
-    method: 'GET',
+  ...settingsRoutes<service.SettingsInput>({
     path: '/v1/communications/settings',
     tag: 'Communications',
-    summary: "The environment's email sender, which kinds are sent automatically, its template overrides, the built-in templates and their placeholders",
-    permission: 'read',
-    handler: async ({ deps, actor }) => toWire(await service.getSettings(deps, actor)),
-  }),
-  defineRoute<service.SettingsInput>({
-    method: 'PUT',
-    path: '/v1/communications/settings',
-    tag: 'Communications',
-    summary: 'Change the sender, automatic sending per kind, or template parts ({{placeholder}} syntax; null restores the built-in part)',
-    permission: 'write',
+    summary: {
+      get: "The environment's email sender, which kinds are sent automatically, its template overrides, the built-in templates and their placeholders",
+      put: 'Change the sender, automatic sending per kind, or template parts ({{placeholder}} syntax; null restores the built-in part)',
+    },
     body: settingsBody,
-    handler: async ({ deps, actor, body }) => toWire(await service.updateSettings(deps, actor, body)),
+    get: service.getSettings,
+    update: service.updateSettings,
   }),
   ...recordRoutes({
     path: '/v1/communications',

@@ -3,6 +3,7 @@ import type { JsonSchema } from '../../core/validate.ts'
 import { DUNNING_ACTIONS, DUNNING_PRESETS } from '../../core/dunning.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import * as service from '../../domains/dunning/service.ts'
+import { settingsRoutes } from '../settings-routes.ts'
 
 const step: JsonSchema = {
   type: 'object',
@@ -15,26 +16,20 @@ const step: JsonSchema = {
 }
 
 export const dunningRoutes: Route[] = [
-  defineRoute({
-    method: 'GET',
+  ...settingsRoutes<service.SettingsInput>({
     path: '/v1/dunning/settings',
     tag: 'Dunning',
-    summary: "The environment's dunning schedule: on or off, and its steps (days after the due date, actions)",
-    permission: 'read',
-    handler: async ({ deps, actor }) => toWire(await service.getSettings(deps, actor)),
-  }),
-  defineRoute<service.SettingsInput>({
-    method: 'PUT',
-    path: '/v1/dunning/settings',
-    tag: 'Dunning',
-    summary: 'Turn dunning on or off, and set its steps or a preset (gentle, standard, strict); invoices due from when it is turned on enter it',
-    permission: 'write',
+    summary: {
+      get: "The environment's dunning schedule: on or off, and its steps (days after the due date, actions)",
+      put: 'Turn dunning on or off, and set its steps or a preset (gentle, standard, strict); invoices due from when it is turned on enter it',
+    },
     body: {
       type: 'object',
       additionalProperties: false,
       properties: { enabled: { type: 'boolean' }, preset: { type: 'string', enum: Object.keys(DUNNING_PRESETS) }, steps: { type: 'array', maxItems: 20, items: step } },
     },
-    handler: async ({ deps, actor, body }) => toWire(await service.updateSettings(deps, actor, body)),
+    get: service.getSettings,
+    update: service.updateSettings,
   }),
   defineRoute({
     method: 'GET',

@@ -2,6 +2,7 @@
 // themselves"); the job itself runs every 5 minutes and on POST /v1/jobs/usage-adjustments/run.
 import { defineRoute, type Route } from '../route.ts'
 import { toWire } from '../../domains/records/wire.ts'
+import { settingsRoutes } from '../settings-routes.ts'
 import * as settings from '../../domains/invoicing/adjustments/settings.ts'
 import { listAdjustments, type ListAdjustmentsQuery } from '../../domains/invoicing/adjustments/service.ts'
 
@@ -26,20 +27,13 @@ export const usageAdjustmentRoutes: Route[] = [
     },
     handler: async ({ deps, actor, query }) => toWire(await listAdjustments(deps, actor, query)),
   }),
-  defineRoute({
-    method: 'GET',
+  ...settingsRoutes<settings.SettingsInput>({
     path: '/v1/usage-adjustments/settings',
     tag: 'Usage adjustments',
-    summary: 'Whether finalized periods are adjusted for late usage and corrections, how more usage is billed, the minimum amount issued and the horizon in periods',
-    permission: 'read',
-    handler: async ({ deps, actor }) => toWire(await settings.getSettings(deps, actor)),
-  }),
-  defineRoute<settings.SettingsInput>({
-    method: 'PUT',
-    path: '/v1/usage-adjustments/settings',
-    tag: 'Usage adjustments',
-    summary: 'Set late_usage (adjust or ignore), method (next_invoice: a line on the subscription\'s next invoice; own_invoice: a USAGE_ADJUSTMENT invoice), minimum_amount (below it a difference waits for the next run) and horizon_periods',
-    permission: 'write',
+    summary: {
+      get: 'Whether finalized periods are adjusted for late usage and corrections, how more usage is billed, the minimum amount issued and the horizon in periods',
+      put: 'Set late_usage (adjust or ignore), method (next_invoice: a line on the subscription\'s next invoice; own_invoice: a USAGE_ADJUSTMENT invoice), minimum_amount (below it a difference waits for the next run) and horizon_periods',
+    },
     body: {
       type: 'object',
       additionalProperties: false,
@@ -50,6 +44,7 @@ export const usageAdjustmentRoutes: Route[] = [
         horizon_periods: { type: 'integer', minimum: 1, maximum: 24 },
       },
     },
-    handler: async ({ deps, actor, body }) => toWire(await settings.updateSettings(deps, actor, body)),
+    get: settings.getSettings,
+    update: settings.updateSettings,
   }),
 ]
