@@ -3,6 +3,7 @@
 import { defineRoute, type Route } from '../route.ts'
 import { toWire } from '../../domains/records/wire.ts'
 import { settingsRoutes } from '../settings-routes.ts'
+import { decimalSchema } from '../../core/validate.ts'
 import * as settings from '../../domains/invoicing/adjustments/settings.ts'
 import { listAdjustments, type ListAdjustmentsQuery } from '../../domains/invoicing/adjustments/service.ts'
 
@@ -40,7 +41,7 @@ export const usageAdjustmentRoutes: Route[] = [
       properties: {
         late_usage: { type: 'string', enum: ['adjust', 'ignore'] },
         method: { type: 'string', enum: ['next_invoice', 'own_invoice'] },
-        minimum_amount: { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 30 },
+        minimum_amount: decimalSchema(false),
         horizon_periods: { type: 'integer', minimum: 1, maximum: 24 },
       },
     },
